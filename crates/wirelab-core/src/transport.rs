@@ -1,0 +1,57 @@
+//! Conventions shared by the sans-IO transport engines (TCP, SCTP, the shim) and their
+//! drivers.
+//!
+//! An engine is a state machine. The driver calls, in this order after every input:
+//!
+//! 1. `handle_packet(now, src, dst, bytes)` for a datagram addressed to it, or
+//!    `handle_timeout(now)` when `poll_timeout()` has passed (spurious calls are no-ops),
+//!    or an application command (`connect`, `send`, `recv`, `shutdown`, …);
+//! 2. `poll_transmit(now, buf)` until it returns `None`;
+//! 3. `poll_event()` until it returns `None`;
+//! 4. `poll_timeout()` to learn when to call again.
+//!
+//! Time never goes backwards. No engine reads a clock, sleeps, or draws randomness other
+//! than from an [`crate::Rng`] handed to it.
+use std::net::Ipv4Addr;
+
+/// Bytes an engine must leave at the front of a transmit buffer for the IPv4 header.
+/// The driver writes the header there afterwards, so a segment is never copied.
+pub const HEADROOM: usize = 20;
+
+/// What an engine wants sent. The transport bytes (header, with its checksum computed over
+/// the pseudo-header of `src`/`dst`, and payload) are in the caller's buffer after
+/// [`HEADROOM`] reserved bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    /// Source address (an engine with several local addresses picks one per path).
+    pub src: Ipv4Addr,
+    /// Destination address.
+    pub dst: Ipv4Addr,
+    /// IP protocol number (6 TCP, 17 UDP, 132 SCTP).
+    pub proto: u8,
+    /// The IPv4 TOS byte (DSCP + ECN).
+    pub tos: u8,
+    /// Don't-fragment bit (Linux sets DF on TCP/SCTP when PMTU discovery is on).
+    pub dont_frag: bool,
+}
+
+/// Application-visible events, as `poll`/`epoll` would report them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SockEvent {
+    /// An active open completed.
+    Connected,
+    /// A passive open is ready to be accepted.
+    Incoming,
+    /// New data can be read.
+    Readable,
+    /// Send-buffer space became available again.
+    Writable,
+    /// The peer closed its sending direction (TCP FIN / emulated half-close).
+    PeerClosed,
+    /// The connection is fully closed.
+    Closed,
+    /// The peer reset/aborted the connection.
+    Reset,
+    /// The active open failed (RST/ABORT/ICMP unreachable/timeout).
+    ConnectFailed,
+}
