@@ -16,8 +16,10 @@
 pub mod checksum;
 pub mod crc32c;
 pub mod ipv4;
+pub mod udp;
 
 pub use ipv4::{Ipv4Packet, Ipv4Repr};
+pub use udp::{UdpPacket, UdpRepr};
 
 /// Why bytes could not be decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
