@@ -1,1 +1,71 @@
-//! placeholder
+//! Scenario files.
+//!
+//! A scenario is a TOML file that speaks Linux: links in `tc netem` syntax, queues as `tc`
+//! command lines, host knobs by sysctl name. This crate only *parses and validates*; the
+//! simulator builder (`wirelab-sim`) turns a [`Scenario`] into a runnable simulation, and
+//! reports semantic errors through the same [`ScenarioError`] with the span of the value.
+//!
+//! Every table denies unknown keys; every error names file, line, column and key.
+#![warn(missing_docs)]
+
+mod error;
+mod overrides;
+mod schema;
+
+pub use error::{key_path_at, ScenarioError};
+pub use overrides::apply_overrides;
+pub use schema::*;
+
+use std::path::Path;
+
+/// A parsed scenario together with its source text (for error positions).
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The file name used in error messages.
+    pub file: String,
+    /// The TOML text the spans refer to (after overrides).
+    pub source: String,
+    /// The parsed document.
+    pub doc: ScenarioFile,
+}
+
+impl Scenario {
+    /// Parses `text`; `file` names it in errors.
+    pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+        let doc: ScenarioFile = toml::from_str(text).map_err(|e| {
+            let off = e.span().map(|s| s.start).unwrap_or(0);
+            ScenarioError::at(file, text, off, None, e.message().trim().to_string())
+        })?;
+        let sc = Scenario { file: file.to_string(), source: text.to_string(), doc };
+        sc.validate()?;
+        Ok(sc)
+    }
+
+    /// Reads and parses a file, applying `overrides` (`key=value`, see [`apply_overrides`]).
+    pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: file.clone(),
+            line: 0,
+            col: 0,
+            key: String::new(),
+            message: format!("cannot read scenario file: {e}"),
+        })?;
+        Self::from_text(&file, &text, overrides)
+    }
+
+    /// Parses `text` after applying `overrides`.
+    pub fn from_text(file: &str, text: &str, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+        let text = if overrides.is_empty() {
+            text.to_string()
+        } else {
+            apply_overrides(file, text, overrides)?
+        };
+        Self::parse(file, &text)
+    }
+
+    /// An error at the position of `span` (a byte range into [`Scenario::source`]).
+    pub fn error_at(&self, span: core::ops::Range<usize>, message: impl Into<String>) -> ScenarioError {
+        ScenarioError::at(&self.file, &self.source, span.start, None, message.into())
+    }
+}

@@ -1,0 +1,113 @@
+//! `--set key=value` overrides, applied to the TOML text before parsing so that error
+//! positions still point into (nearly) the user's file.
+use crate::ScenarioError;
+use toml_edit::{DocumentMut, Item, TableLike, Value};
+
+type Seg = (String, Option<usize>);
+
+/// Applies `key=value` overrides. Keys are dotted paths; arrays of tables are addressed
+/// by index (`link[1].netem`) or by their `name` (`link.bottleneck.netem`). Values are
+/// parsed as TOML (`20`, `true`, `"x"`) and otherwise taken as strings (`20s`).
+pub fn apply_overrides(file: &str, text: &str, overrides: &[String]) -> Result<String, ScenarioError> {
+    let err = |msg: String| ScenarioError { file: file.to_string(), line: 0, col: 0, key: String::new(), message: msg };
+    let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+        ScenarioError::at(file, text, e.span().map(|s| s.start).unwrap_or(0), None, e.message().to_string())
+    })?;
+    for ov in overrides {
+        let (path, raw) = ov.split_once('=').ok_or_else(|| err(format!("override `{ov}` is not KEY=VALUE")))?;
+        let raw = raw.trim();
+        let value: Value = match format!("v = {raw}").parse::<DocumentMut>() {
+            Ok(d) => d.get("v").and_then(|i| i.as_value()).cloned().unwrap_or_else(|| Value::from(raw)),
+            Err(_) => Value::from(raw),
+        };
+        let segs = split_path(path.trim());
+        if segs.is_empty() {
+            return Err(err(format!("override `{ov}` has an empty key")));
+        }
+        set(doc.as_table_mut(), &segs, value).map_err(|m| ScenarioError { key: path.trim().to_string(), ..err(format!("override `{ov}`: {m}")) })?;
+    }
+    Ok(doc.to_string())
+}
+
+fn set(t: &mut dyn TableLike, segs: &[Seg], value: Value) -> Result<(), String> {
+    let (name, idx) = &segs[0];
+    let rest = &segs[1..];
+    if rest.is_empty() && idx.is_none() {
+        match t.get_mut(name) {
+            Some(Item::Value(v)) if !v.is_inline_table() => {
+                *v = value;
+                return Ok(());
+            }
+            Some(Item::None) | None => {
+                t.insert(name, Item::Value(value));
+                return Ok(());
+            }
+            Some(_) => return Err(format!("`{name}` is a table, not a value")),
+        }
+    }
+    let item = t.get_mut(name).ok_or_else(|| format!("no key `{name}` in the scenario"))?;
+    match item {
+        Item::ArrayOfTables(arr) => {
+            let (pos, rest) = match idx {
+                Some(k) => (*k, rest),
+                None => {
+                    let want = rest.first().map(|s| s.0.as_str()).unwrap_or("");
+                    let p = arr
+                        .iter()
+                        .position(|e| e.get("name").and_then(|v| v.as_str()) == Some(want))
+                        .ok_or_else(|| format!("`{name}` is a list; address an entry as {name}[N] or by its name"))?;
+                    (p, &rest[1.min(rest.len())..])
+                }
+            };
+            let len = arr.len();
+            let entry = arr.get_mut(pos).ok_or_else(|| format!("`{name}` has only {len} entries"))?;
+            if rest.is_empty() {
+                return Err("cannot replace a whole table".into());
+            }
+            set(entry, rest, value)
+        }
+        other => {
+            if idx.is_some() {
+                return Err(format!("`{name}` is not a list"));
+            }
+            let tl = other.as_table_like_mut().ok_or_else(|| format!("`{name}` is a value, not a table"))?;
+            set(tl, rest, value)
+        }
+    }
+}
+
+fn split_path(p: &str) -> Vec<Seg> {
+    p.split('.')
+        .filter(|s| !s.is_empty())
+        .map(|s| match s.split_once('[') {
+            Some((n, rest)) => (n.to_string(), rest.trim_end_matches(']').parse().ok()),
+            None => (s.to_string(), None),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    const SRC: &str = "[scenario]\nname = \"x\"\nduration = \"10s\"\n\n[[link]]\nname = \"bn\"\nnetem = \"rate 1mbit\"\na = { node = \"h1\" }\n";
+
+    #[test]
+    fn set_values() {
+        let out = apply_overrides("f", SRC, &["scenario.duration=20s".into(), "link.bn.netem=rate 2mbit".into(), "scenario.seed=7".into(), "link[0].a.node=h2".into()]).unwrap();
+        assert!(out.contains("duration = \"20s\""), "{out}");
+        assert!(out.contains("netem = \"rate 2mbit\""), "{out}");
+        assert!(out.contains("seed = 7"), "{out}");
+        assert!(out.contains("node = \"h2\""), "{out}");
+        // lines of untouched keys move only by the one inserted key (`seed`)
+        let before = SRC.lines().position(|l| l.starts_with("[[link]]")).unwrap();
+        assert_eq!(out.lines().position(|l| l.starts_with("[[link]]")), Some(before + 1));
+    }
+
+    #[test]
+    fn bad_paths() {
+        assert!(apply_overrides("f", SRC, &["nokey".into()]).is_err());
+        let e = apply_overrides("f", SRC, &["link.nope.netem=x".into()]).unwrap_err();
+        assert!(e.message.contains("list"), "{e}");
+        assert!(apply_overrides("f", SRC, &["link[3].netem=x".into()]).is_err());
+    }
+}

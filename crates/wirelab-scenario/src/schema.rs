@@ -1,0 +1,436 @@
+//! The scenario schema. Field docs double as the reference in `docs/scenario.md`.
+use crate::{Scenario, ScenarioError};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use toml::Spanned;
+use wirelab_core::units;
+use wirelab_core::Duration;
+
+/// A string with its position in the file.
+pub type S = Spanned<String>;
+
+/// The whole file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    /// `[scenario]`: name, duration, seed, defaults.
+    pub scenario: Meta,
+    /// `[[node]]`: hosts and routers.
+    #[serde(default, rename = "node")]
+    pub nodes: Vec<NodeSpec>,
+    /// `[[link]]`: point-to-point links between two node interfaces.
+    #[serde(default, rename = "link")]
+    pub links: Vec<LinkSpec>,
+    /// `[[route]]`: static routes (in addition to automatic ones).
+    #[serde(default, rename = "route")]
+    pub routes: Vec<RouteSpec>,
+    /// `[[app]]`: traffic sources and sinks.
+    #[serde(default, rename = "app")]
+    pub apps: Vec<AppSpec>,
+    /// `[[event]]`: scheduled link changes.
+    #[serde(default, rename = "event")]
+    pub events: Vec<EventSpec>,
+    /// `[measure]`: captures, probes, sampling.
+    #[serde(default)]
+    pub measure: MeasureSpec,
+}
+
+/// `[scenario]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Meta {
+    /// Short name, used in outputs.
+    pub name: String,
+    /// Free text.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Simulated time to run, e.g. `"10s"`.
+    pub duration: S,
+    /// Run seed (default 1); `wirelab run --seed` overrides it.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Default stack profile for hosts (`linux-6` unless given).
+    #[serde(default)]
+    pub profile: Option<S>,
+    /// Compute shortest-path routes to every subnet automatically (default true).
+    #[serde(default)]
+    pub auto_routes: Option<bool>,
+}
+
+/// `[[node]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    /// Unique name.
+    pub name: S,
+    /// `host` (default) or `router`.
+    #[serde(default)]
+    pub kind: Option<S>,
+    /// Stack profile, e.g. `linux-3.14`.
+    #[serde(default)]
+    pub profile: Option<S>,
+    /// Sysctls by Linux name: `"net.ipv4.tcp_rmem" = "4096 87380 6291456"`.
+    #[serde(default)]
+    pub sysctl: BTreeMap<String, Spanned<toml::Value>>,
+}
+
+/// One end of a link.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointSpec {
+    /// Node name.
+    pub node: S,
+    /// Interface name (default `ethN`, numbered per node in link order).
+    #[serde(default)]
+    pub iface: Option<S>,
+    /// Address with prefix, `10.0.1.1/24` (default: automatic `172.16.L.1/24` / `.2`).
+    #[serde(default)]
+    pub addr: Option<S>,
+    /// Root qdisc on this end's egress in short `tc` form, e.g. `"pfifo limit 100"`.
+    #[serde(default)]
+    pub qdisc: Option<S>,
+    /// Full `tc` command lines for this interface (without `tc` and `dev X`).
+    #[serde(default)]
+    pub tc: Vec<S>,
+    /// netem for this end's egress direction only (overrides the link's `netem`).
+    #[serde(default)]
+    pub netem: Option<S>,
+}
+
+/// `[[link]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    /// Name used by events and outputs (default `A-B`).
+    #[serde(default)]
+    pub name: Option<S>,
+    /// First end.
+    pub a: EndpointSpec,
+    /// Second end.
+    pub b: EndpointSpec,
+    /// netem for both directions: `"rate 10mbit delay 20ms loss 1%"`.
+    #[serde(default)]
+    pub netem: Option<S>,
+    /// Link-layer header bytes counted by rates and byte limits (default 14, Ethernet).
+    #[serde(default)]
+    pub l2_overhead: Option<u16>,
+}
+
+/// `[[route]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSpec {
+    /// Node the route is installed on.
+    pub node: S,
+    /// `default` or a prefix `10.0.2.0/24`.
+    pub dst: S,
+    /// Next-hop address on a connected subnet.
+    #[serde(default)]
+    pub via: Option<S>,
+    /// Outgoing interface name.
+    #[serde(default)]
+    pub dev: Option<S>,
+}
+
+/// `[[app]]`. Which keys apply depends on `kind` (see `docs/scenario.md`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppSpec {
+    /// Kind: `udp-cbr`, `udp-sink`.
+    pub kind: S,
+    /// Node the application runs on.
+    pub node: S,
+    /// Name in outputs (default `kind#index`).
+    #[serde(default)]
+    pub name: Option<S>,
+    /// Destination `ADDR:PORT` or `NODE:PORT`.
+    #[serde(default)]
+    pub dst: Option<S>,
+    /// Local port.
+    #[serde(default)]
+    pub port: Option<Spanned<u16>>,
+    /// Sending rate (`1mbit`), counted over UDP payload + headers as iperf does.
+    #[serde(default)]
+    pub rate: Option<S>,
+    /// Time between datagrams (alternative to `rate`).
+    #[serde(default)]
+    pub interval: Option<S>,
+    /// Payload bytes per datagram.
+    #[serde(default)]
+    pub size: Option<Spanned<u32>>,
+    /// Number of datagrams (default unlimited).
+    #[serde(default)]
+    pub count: Option<Spanned<u64>>,
+    /// Start time (default 0s).
+    #[serde(default)]
+    pub start: Option<S>,
+    /// Stop time (default: end of run).
+    #[serde(default)]
+    pub stop: Option<S>,
+}
+
+/// `[[event]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventSpec {
+    /// When.
+    pub at: S,
+    /// Link name.
+    pub link: S,
+    /// `down`, `up` or `netem`.
+    pub action: S,
+    /// New netem spec for `action = "netem"`.
+    #[serde(default)]
+    pub netem: Option<S>,
+    /// `ab`, `ba` or `both` (default).
+    #[serde(default)]
+    pub direction: Option<S>,
+}
+
+/// `[measure]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasureSpec {
+    /// Time-series sampling interval (default `100ms`).
+    #[serde(default)]
+    pub sample_interval: Option<S>,
+    /// Interfaces to capture, `NODE:IFACE` (or `NODE` for all its interfaces).
+    #[serde(default)]
+    pub capture: Vec<S>,
+    /// `pcap` (default) or `pcapng`.
+    #[serde(default)]
+    pub capture_format: Option<S>,
+    /// Interfaces whose egress queue gets a per-packet probe (aqmprobe-like).
+    #[serde(default)]
+    pub queue_probe: Vec<S>,
+}
+
+/// An IPv4 interface address with prefix length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Cidr {
+    /// Address.
+    pub addr: Ipv4Addr,
+    /// Prefix length 0..=32.
+    pub prefix: u8,
+}
+
+impl Cidr {
+    /// Parses `A.B.C.D/N`.
+    pub fn parse(s: &str) -> Option<Cidr> {
+        let (a, p) = s.trim().split_once('/')?;
+        let addr: Ipv4Addr = a.parse().ok()?;
+        let prefix: u8 = p.parse().ok()?;
+        (prefix <= 32).then_some(Cidr { addr, prefix })
+    }
+    /// The network mask.
+    pub fn mask(&self) -> u32 {
+        if self.prefix == 0 {
+            0
+        } else {
+            u32::MAX << (32 - self.prefix)
+        }
+    }
+    /// The network address.
+    pub fn network(&self) -> u32 {
+        u32::from(self.addr) & self.mask()
+    }
+    /// True if `a` is inside this prefix.
+    pub fn contains(&self, a: Ipv4Addr) -> bool {
+        u32::from(a) & self.mask() == self.network()
+    }
+}
+
+/// App kinds this version knows, with the keys each accepts.
+pub const APP_KINDS: &[(&str, &[&str])] = &[
+    ("udp-cbr", &["dst", "port", "rate", "interval", "size", "count", "start", "stop"]),
+    ("udp-sink", &["port", "start", "stop"]),
+];
+
+fn span<T>(s: &Spanned<T>) -> core::ops::Range<usize> {
+    s.span()
+}
+
+impl Scenario {
+    /// Parses a time value at `s`.
+    pub fn time(&self, s: &S) -> Result<Duration, ScenarioError> {
+        units::parse_time(s.get_ref()).map_err(|e| self.error_at(span(s), e.to_string()))
+    }
+    /// Parses a rate value at `s`.
+    pub fn rate(&self, s: &S) -> Result<u64, ScenarioError> {
+        units::parse_rate(s.get_ref()).map_err(|e| self.error_at(span(s), e.to_string()))
+    }
+    /// Parses a CIDR value at `s`.
+    pub fn cidr(&self, s: &S) -> Result<Cidr, ScenarioError> {
+        Cidr::parse(s.get_ref()).ok_or_else(|| {
+            self.error_at(span(s), format!("`{}` is not an IPv4 address with prefix like 10.0.1.1/24", s.get_ref()))
+        })
+    }
+    /// Index of node `name`, or an error naming the known nodes.
+    pub fn node_index(&self, name: &S) -> Result<usize, ScenarioError> {
+        self.doc.nodes.iter().position(|n| n.name.get_ref() == name.get_ref()).ok_or_else(|| {
+            let known: Vec<&str> = self.doc.nodes.iter().map(|n| n.name.get_ref().as_str()).collect();
+            self.error_at(span(name), format!("no node named `{}` (nodes: {})", name.get_ref(), known.join(", ")))
+        })
+    }
+    /// The scenario duration.
+    pub fn duration(&self) -> Result<Duration, ScenarioError> {
+        self.time(&self.doc.scenario.duration)
+    }
+    /// The link's name (explicit or `A-B`).
+    pub fn link_name(&self, i: usize) -> String {
+        let l = &self.doc.links[i];
+        match &l.name {
+            Some(n) => n.get_ref().clone(),
+            None => format!("{}-{}", l.a.node.get_ref(), l.b.node.get_ref()),
+        }
+    }
+
+    /// Checks everything that does not need the simulator's vocabularies (netem, tc,
+    /// sysctls are checked when the simulation is built).
+    pub(crate) fn validate(&self) -> Result<(), ScenarioError> {
+        let d = &self.doc;
+        let dur = self.duration()?;
+        if dur == Duration::ZERO {
+            return Err(self.error_at(span(&d.scenario.duration), "duration must be positive"));
+        }
+        let mut names = BTreeMap::new();
+        for n in &d.nodes {
+            if n.name.get_ref().is_empty() || n.name.get_ref().contains([':', ' ', '/']) {
+                return Err(self.error_at(span(&n.name), "node names must be non-empty without ':', '/' or spaces"));
+            }
+            if names.insert(n.name.get_ref().clone(), ()).is_some() {
+                return Err(self.error_at(span(&n.name), format!("duplicate node name `{}`", n.name.get_ref())));
+            }
+            if let Some(k) = &n.kind {
+                if !matches!(k.get_ref().as_str(), "host" | "router") {
+                    return Err(self.error_at(span(k), format!("`{}` is not a node kind; expected `host` or `router`", k.get_ref())));
+                }
+            }
+        }
+        let mut link_names = BTreeMap::new();
+        for (i, l) in d.links.iter().enumerate() {
+            for ep in [&l.a, &l.b] {
+                self.node_index(&ep.node)?;
+                if let Some(a) = &ep.addr {
+                    self.cidr(a)?;
+                }
+                if ep.qdisc.is_some() && !ep.tc.is_empty() {
+                    let q = ep.qdisc.as_ref().unwrap();
+                    return Err(self.error_at(span(q), "give either `qdisc` (short form) or `tc` (command lines), not both"));
+                }
+            }
+            if l.a.node.get_ref() == l.b.node.get_ref() {
+                return Err(self.error_at(span(&l.b.node), "a link must join two different nodes"));
+            }
+            let name = self.link_name(i);
+            if link_names.insert(name.clone(), ()).is_some() {
+                let at = l.name.as_ref().map(span).unwrap_or(span(&l.a.node));
+                return Err(self.error_at(at, format!("duplicate link name `{name}`; give the link a `name`")));
+            }
+        }
+        for r in &d.routes {
+            self.node_index(&r.node)?;
+            if r.dst.get_ref() != "default" {
+                self.cidr(&r.dst)?;
+            }
+            if let Some(v) = &r.via {
+                v.get_ref().parse::<Ipv4Addr>().map_err(|_| self.error_at(span(v), format!("`{}` is not an IPv4 address", v.get_ref())))?;
+            }
+            if r.via.is_none() && r.dev.is_none() {
+                return Err(self.error_at(span(&r.dst), "a route needs `via` (next hop) or `dev` (interface)"));
+            }
+        }
+        for a in &d.apps {
+            self.node_index(&a.node)?;
+            let Some((_, allowed)) = APP_KINDS.iter().find(|(k, _)| k == a.kind.get_ref()) else {
+                let kinds: Vec<&str> = APP_KINDS.iter().map(|(k, _)| *k).collect();
+                return Err(self.error_at(span(&a.kind), format!("unknown app kind `{}`; expected one of {}", a.kind.get_ref(), kinds.join(", "))));
+            };
+            let given: [(&str, Option<core::ops::Range<usize>>); 8] = [
+                ("dst", a.dst.as_ref().map(span)),
+                ("port", a.port.as_ref().map(span)),
+                ("rate", a.rate.as_ref().map(span)),
+                ("interval", a.interval.as_ref().map(span)),
+                ("size", a.size.as_ref().map(span)),
+                ("count", a.count.as_ref().map(span)),
+                ("start", a.start.as_ref().map(span)),
+                ("stop", a.stop.as_ref().map(span)),
+            ];
+            for (k, sp) in given {
+                if let Some(sp) = sp {
+                    if !allowed.contains(&k) {
+                        return Err(self.error_at(sp, format!("key `{k}` is not used by app kind `{}` (it takes: {})", a.kind.get_ref(), allowed.join(", "))));
+                    }
+                }
+            }
+            for t in [&a.start, &a.stop, &a.interval].into_iter().flatten() {
+                self.time(t)?;
+            }
+            if let Some(r) = &a.rate {
+                self.rate(r)?;
+            }
+            if let Some(dst) = &a.dst {
+                self.endpoint_addr(dst)?;
+            }
+        }
+        for e in &d.events {
+            self.time(&e.at)?;
+            if !(0..d.links.len()).any(|i| &self.link_name(i) == e.link.get_ref()) {
+                let known: Vec<String> = (0..d.links.len()).map(|i| self.link_name(i)).collect();
+                return Err(self.error_at(span(&e.link), format!("no link named `{}` (links: {})", e.link.get_ref(), known.join(", "))));
+            }
+            match e.action.get_ref().as_str() {
+                "down" | "up" => {}
+                "netem" if e.netem.is_some() => {}
+                "netem" => return Err(self.error_at(span(&e.action), "action `netem` needs a `netem` key with the new spec")),
+                other => return Err(self.error_at(span(&e.action), format!("`{other}` is not an event action; expected down, up or netem"))),
+            }
+            if let Some(dir) = &e.direction {
+                if !matches!(dir.get_ref().as_str(), "ab" | "ba" | "both") {
+                    return Err(self.error_at(span(dir), "direction must be `ab`, `ba` or `both`"));
+                }
+            }
+        }
+        if let Some(si) = &d.measure.sample_interval {
+            if self.time(si)? == Duration::ZERO {
+                return Err(self.error_at(span(si), "sample_interval must be positive"));
+            }
+        }
+        if let Some(f) = &d.measure.capture_format {
+            if !matches!(f.get_ref().as_str(), "pcap" | "pcapng") {
+                return Err(self.error_at(span(f), "capture_format must be `pcap` or `pcapng`"));
+            }
+        }
+        for c in d.measure.capture.iter().chain(d.measure.queue_probe.iter()) {
+            let node = c.get_ref().split(':').next().unwrap_or("");
+            if !d.nodes.iter().any(|n| n.name.get_ref() == node) {
+                return Err(self.error_at(span(c), format!("no node named `{node}`; expected NODE or NODE:IFACE")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Splits `ADDR:PORT` or `NODE:PORT`; a node name stands for its first address.
+    pub fn endpoint_addr(&self, s: &S) -> Result<(EndpointHost, u16), ScenarioError> {
+        let bad = || self.error_at(span(s), format!("`{}` is not ADDR:PORT or NODE:PORT", s.get_ref()));
+        let (h, p) = s.get_ref().rsplit_once(':').ok_or_else(bad)?;
+        let port: u16 = p.parse().map_err(|_| bad())?;
+        if let Ok(a) = h.parse::<Ipv4Addr>() {
+            return Ok((EndpointHost::Addr(a), port));
+        }
+        let idx = self.doc.nodes.iter().position(|n| n.name.get_ref() == h).ok_or_else(|| {
+            self.error_at(span(s), format!("`{h}` is neither an IPv4 address nor a node name"))
+        })?;
+        Ok((EndpointHost::Node(idx), port))
+    }
+}
+
+/// A destination host given by address or by node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndpointHost {
+    /// A literal address.
+    Addr(Ipv4Addr),
+    /// A node (index into `nodes`): its first interface address.
+    Node(usize),
+}
