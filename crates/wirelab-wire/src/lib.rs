@@ -15,6 +15,7 @@
 
 pub mod checksum;
 pub mod crc32c;
+pub mod ethernet;
 pub mod ipv4;
 pub mod icmp;
 pub mod udp;
