@@ -1,1 +1,2 @@
-//! placeholder
+//! Sans-IO SCTP (RFC 9260) for wirelab.
+pub mod wire;
