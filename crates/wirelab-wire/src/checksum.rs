@@ -54,12 +54,18 @@ pub fn pseudo_header(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, len: u32) -> u32 {
 
 /// The checksum field value for a TCP/UDP segment `seg` whose own checksum field is zero.
 pub fn transport(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, seg: &[u8]) -> u16 {
-    finish(combine(&[pseudo_header(src, dst, proto, seg.len() as u32), sum(seg)]))
+    finish(combine(&[
+        pseudo_header(src, dst, proto, seg.len() as u32),
+        sum(seg),
+    ]))
 }
 
 /// True if `seg` (checksum field included) verifies against the pseudo-header.
 pub fn verify_transport(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, seg: &[u8]) -> bool {
-    finish(combine(&[pseudo_header(src, dst, proto, seg.len() as u32), sum(seg)])) == 0
+    finish(combine(&[
+        pseudo_header(src, dst, proto, seg.len() as u32),
+        sum(seg),
+    ])) == 0
 }
 
 #[cfg(test)]
@@ -78,7 +84,11 @@ mod test {
         let data: Vec<u8> = (0..1001u32).map(|i| (i * 7 + 3) as u8).collect();
         let mut naive: u32 = 0;
         for c in data.chunks(2) {
-            let w = if c.len() == 2 { u16::from_be_bytes([c[0], c[1]]) } else { (c[0] as u16) << 8 };
+            let w = if c.len() == 2 {
+                u16::from_be_bytes([c[0], c[1]])
+            } else {
+                (c[0] as u16) << 8
+            };
             naive += w as u32;
         }
         assert_eq!(finish(sum(&data)), finish(naive));

@@ -36,7 +36,14 @@ pub const BROADCAST: MacAddr = [0xff; 6];
 pub fn mac_for(node: u32, iface: u32) -> MacAddr {
     let n = node ^ (node >> 24) ^ (iface >> 16).rotate_left(8);
     let i = iface ^ (iface >> 16);
-    [0x02, (n >> 16) as u8, (n >> 8) as u8, n as u8, (i >> 8) as u8, i as u8]
+    [
+        0x02,
+        (n >> 16) as u8,
+        (n >> 8) as u8,
+        n as u8,
+        (i >> 8) as u8,
+        i as u8,
+    ]
 }
 
 /// Writes an Ethernet II header into `buf[..14]`. Panics if `buf` is shorter than 14 bytes
@@ -115,7 +122,11 @@ pub struct DisplayMac(pub MacAddr);
 impl fmt::Display for DisplayMac {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let m = self.0;
-        write!(f, "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5])
+        write!(
+            f,
+            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            m[0], m[1], m[2], m[3], m[4], m[5]
+        )
     }
 }
 
@@ -140,7 +151,10 @@ mod test {
         let m = mac_for(5, 1);
         assert_eq!(m, [0x02, 0, 0, 5, 0, 1]);
         assert_eq!(DisplayMac(m).to_string(), "02:00:00:05:00:01");
-        assert_eq!(mac_for(0x0012_3456, 0xabcd), [0x02, 0x12, 0x34, 0x56, 0xab, 0xcd]);
+        assert_eq!(
+            mac_for(0x0012_3456, 0xabcd),
+            [0x02, 0x12, 0x34, 0x56, 0xab, 0xcd]
+        );
         for (n, i) in [(0, 0), (u32::MAX, u32::MAX), (1 << 24, 1 << 16), (77, 3)] {
             let m = mac_for(n, i);
             assert_eq!(m[0] & 0x01, 0, "unicast");
@@ -171,7 +185,10 @@ mod test {
         assert_eq!(f.payload().len(), 6);
         assert_eq!(f.inner(), Some((0x0800, 14)));
         assert!(f.to_string().contains("type=0x0800"));
-        assert_eq!(EthernetFrame::new_checked(&b[..13]).unwrap_err(), WireError::Truncated);
+        assert_eq!(
+            EthernetFrame::new_checked(&b[..13]).unwrap_err(),
+            WireError::Truncated
+        );
     }
 
     #[test]

@@ -243,12 +243,21 @@ impl<T: AsRef<[u8]>> fmt::Display for IcmpPacket<T> {
             msg_type::ECHO_REQUEST | msg_type::ECHO_REPLY => write!(
                 f,
                 "ICMP echo {} id={} seq={} len={}",
-                if self.msg_type() == msg_type::ECHO_REQUEST { "request" } else { "reply" },
+                if self.msg_type() == msg_type::ECHO_REQUEST {
+                    "request"
+                } else {
+                    "reply"
+                },
                 self.echo_ident(),
                 self.echo_seq_no(),
                 len - HEADER_LEN
             ),
-            t => write!(f, "ICMP type={t} code={} len={}", self.msg_code(), len - HEADER_LEN),
+            t => write!(
+                f,
+                "ICMP type={t} code={} len={}",
+                self.msg_code(),
+                len - HEADER_LEN
+            ),
         }
     }
 }
@@ -319,9 +328,16 @@ impl<'a> IcmpRepr<'a> {
                 if data.len() < crate::ipv4::HEADER_LEN {
                     return Err(WireError::Truncated);
                 }
-                let next_hop_mtu =
-                    if code == UnreachCode::FragRequired { p.next_hop_mtu() } else { 0 };
-                Ok(IcmpRepr::DstUnreachable { code, next_hop_mtu, original: data })
+                let next_hop_mtu = if code == UnreachCode::FragRequired {
+                    p.next_hop_mtu()
+                } else {
+                    0
+                };
+                Ok(IcmpRepr::DstUnreachable {
+                    code,
+                    next_hop_mtu,
+                    original: data,
+                })
             }
             (msg_type::TIME_EXCEEDED, c) => {
                 let code = match c {
@@ -332,7 +348,10 @@ impl<'a> IcmpRepr<'a> {
                 if data.len() < crate::ipv4::HEADER_LEN {
                     return Err(WireError::Truncated);
                 }
-                Ok(IcmpRepr::TimeExceeded { code, original: data })
+                Ok(IcmpRepr::TimeExceeded {
+                    code,
+                    original: data,
+                })
             }
             _ => Err(WireError::Unsupported),
         }
@@ -341,7 +360,11 @@ impl<'a> IcmpRepr<'a> {
     /// A destination-unreachable message about `original` (the offending IPv4 datagram),
     /// quoting it as `quote` says.
     pub fn dst_unreachable(code: UnreachCode, original: &'a [u8], quote: Quote) -> Self {
-        IcmpRepr::DstUnreachable { code, next_hop_mtu: 0, original: quote.apply(original) }
+        IcmpRepr::DstUnreachable {
+            code,
+            next_hop_mtu: 0,
+            original: quote.apply(original),
+        }
     }
 
     /// Message length: 8-byte header plus data or quote.
@@ -359,15 +382,28 @@ impl<'a> IcmpRepr<'a> {
     pub fn emit(&self, buf: &mut [u8]) {
         let mut p = IcmpPacket::new_unchecked(&mut buf[..self.buffer_len()]);
         let (t, c, rest, body): (u8, u8, [u8; 4], &[u8]) = match *self {
-            IcmpRepr::EchoRequest { ident, seq_no, data } => {
-                (msg_type::ECHO_REQUEST, 0, echo_rest(ident, seq_no), data)
-            }
-            IcmpRepr::EchoReply { ident, seq_no, data } => {
-                (msg_type::ECHO_REPLY, 0, echo_rest(ident, seq_no), data)
-            }
-            IcmpRepr::DstUnreachable { code, next_hop_mtu, original } => {
+            IcmpRepr::EchoRequest {
+                ident,
+                seq_no,
+                data,
+            } => (msg_type::ECHO_REQUEST, 0, echo_rest(ident, seq_no), data),
+            IcmpRepr::EchoReply {
+                ident,
+                seq_no,
+                data,
+            } => (msg_type::ECHO_REPLY, 0, echo_rest(ident, seq_no), data),
+            IcmpRepr::DstUnreachable {
+                code,
+                next_hop_mtu,
+                original,
+            } => {
                 let m = next_hop_mtu.to_be_bytes();
-                (msg_type::DST_UNREACHABLE, code as u8, [0, 0, m[0], m[1]], original)
+                (
+                    msg_type::DST_UNREACHABLE,
+                    code as u8,
+                    [0, 0, m[0], m[1]],
+                    original,
+                )
             }
             IcmpRepr::TimeExceeded { code, original } => {
                 (msg_type::TIME_EXCEEDED, code as u8, [0; 4], original)
@@ -417,8 +453,20 @@ impl<'a> Quoted<'a> {
         if original.len() < ihl {
             return Err(WireError::Truncated);
         }
-        let a = |i: usize| Ipv4Addr::new(original[i], original[i + 1], original[i + 2], original[i + 3]);
-        Ok(Quoted { src: a(12), dst: a(16), protocol: original[9], l4: &original[ihl..] })
+        let a = |i: usize| {
+            Ipv4Addr::new(
+                original[i],
+                original[i + 1],
+                original[i + 2],
+                original[i + 3],
+            )
+        };
+        Ok(Quoted {
+            src: a(12),
+            dst: a(16),
+            protocol: original[9],
+            l4: &original[ihl..],
+        })
     }
 }
 
@@ -444,7 +492,11 @@ mod test {
 
     #[test]
     fn test_construct_echo() {
-        let r = IcmpRepr::EchoRequest { ident: 0x1234, seq_no: 1, data: b"hi" };
+        let r = IcmpRepr::EchoRequest {
+            ident: 0x1234,
+            seq_no: 1,
+            data: b"hi",
+        };
         let mut b = [0u8; 10];
         assert_eq!(r.buffer_len(), 10);
         r.emit(&mut b);
@@ -455,7 +507,11 @@ mod test {
 
     #[test]
     fn echo_reply_roundtrip() {
-        let r = IcmpRepr::EchoReply { ident: 7, seq_no: 65535, data: &[1, 2, 3] };
+        let r = IcmpRepr::EchoReply {
+            ident: 7,
+            seq_no: 65535,
+            data: &[1, 2, 3],
+        };
         let mut b = vec![0u8; r.buffer_len()];
         r.emit(&mut b);
         assert_eq!(b[0], 0);
@@ -497,7 +553,9 @@ mod test {
         let p = IcmpPacket::new_checked(&b[..]).unwrap();
         let back = IcmpRepr::parse(&p).unwrap();
         assert_eq!(back, r);
-        let IcmpRepr::DstUnreachable { original, .. } = back else { unreachable!() };
+        let IcmpRepr::DstUnreachable { original, .. } = back else {
+            unreachable!()
+        };
         let q = Quoted::parse(original).unwrap();
         assert_eq!(q.src, Ipv4Addr::new(10, 0, 0, 1));
         assert_eq!(q.dst, Ipv4Addr::new(10, 0, 1, 2));
@@ -536,11 +594,17 @@ mod test {
         assert_eq!(p.next_hop_mtu(), 1400);
         assert_eq!(IcmpRepr::parse(&p).unwrap(), r);
 
-        let t = IcmpRepr::TimeExceeded { code: TimeExceededCode::TtlExpired, original: &orig[..28] };
+        let t = IcmpRepr::TimeExceeded {
+            code: TimeExceededCode::TtlExpired,
+            original: &orig[..28],
+        };
         let mut b = vec![0u8; t.buffer_len()];
         t.emit(&mut b);
         assert_eq!(b[0], 11);
-        assert_eq!(IcmpRepr::parse(&IcmpPacket::new_checked(&b[..]).unwrap()).unwrap(), t);
+        assert_eq!(
+            IcmpRepr::parse(&IcmpPacket::new_checked(&b[..]).unwrap()).unwrap(),
+            t
+        );
     }
 
     #[test]
@@ -565,7 +629,10 @@ mod test {
 
     #[test]
     fn test_truncated() {
-        assert_eq!(IcmpPacket::new_checked(&ECHO[..7]).unwrap_err(), WireError::Truncated);
+        assert_eq!(
+            IcmpPacket::new_checked(&ECHO[..7]).unwrap_err(),
+            WireError::Truncated
+        );
         // unreachable quoting only 10 bytes of a datagram
         let mut b = [0u8; 18];
         b[0] = 3;
@@ -573,9 +640,21 @@ mod test {
         IcmpPacket::new_unchecked(&mut b[..]).fill_checksum();
         let p = IcmpPacket::new_checked(&b[..]).unwrap();
         assert_eq!(IcmpRepr::parse(&p).unwrap_err(), WireError::Truncated);
-        assert_eq!(Quoted::parse(&[0x45; 19]).unwrap_err(), WireError::Truncated);
-        assert_eq!(Quoted::parse(&[0x46; 20]).unwrap_err(), WireError::Truncated);
-        assert_eq!(Quoted::parse(&[0x65; 20]).unwrap_err(), WireError::Malformed);
-        assert_eq!(Quoted::parse(&[0x44; 20]).unwrap_err(), WireError::Malformed);
+        assert_eq!(
+            Quoted::parse(&[0x45; 19]).unwrap_err(),
+            WireError::Truncated
+        );
+        assert_eq!(
+            Quoted::parse(&[0x46; 20]).unwrap_err(),
+            WireError::Truncated
+        );
+        assert_eq!(
+            Quoted::parse(&[0x65; 20]).unwrap_err(),
+            WireError::Malformed
+        );
+        assert_eq!(
+            Quoted::parse(&[0x44; 20]).unwrap_err(),
+            WireError::Malformed
+        );
     }
 }

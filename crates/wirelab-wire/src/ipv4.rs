@@ -266,13 +266,22 @@ mod test {
 
     #[test]
     fn truncated_and_malformed() {
-        assert_eq!(Ipv4Packet::new_checked(&[0x45u8; 10][..]).unwrap_err(), WireError::Truncated);
+        assert_eq!(
+            Ipv4Packet::new_checked(&[0x45u8; 10][..]).unwrap_err(),
+            WireError::Truncated
+        );
         let mut b = vec![0u8; 28];
         repr().emit(&mut b);
         b[0] = 0x65;
-        assert_eq!(Ipv4Packet::new_checked(&b[..]).unwrap_err(), WireError::Malformed);
+        assert_eq!(
+            Ipv4Packet::new_checked(&b[..]).unwrap_err(),
+            WireError::Malformed
+        );
         let mut b = vec![0u8; 28];
         repr().emit(&mut b);
-        assert_eq!(Ipv4Packet::new_checked(&b[..27]).unwrap_err(), WireError::Truncated);
+        assert_eq!(
+            Ipv4Packet::new_checked(&b[..27]).unwrap_err(),
+            WireError::Truncated
+        );
     }
 }

@@ -16,12 +16,13 @@
 pub mod checksum;
 pub mod crc32c;
 pub mod ethernet;
-pub mod ipv4;
 pub mod icmp;
+pub mod ipv4;
+pub mod pcap;
 pub mod udp;
 
-pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use icmp::{IcmpPacket, IcmpRepr};
+pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use udp::{UdpPacket, UdpRepr};
 
 /// Why bytes could not be decoded.

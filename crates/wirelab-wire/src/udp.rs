@@ -185,7 +185,10 @@ impl UdpRepr {
     /// Panics if `buf` is shorter than `buffer_len()` or the payload exceeds
     /// [`MAX_PAYLOAD`](Self::MAX_PAYLOAD): both are caller bugs, not wire input.
     pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) {
-        assert!(self.payload_len <= Self::MAX_PAYLOAD, "UDP payload too long");
+        assert!(
+            self.payload_len <= Self::MAX_PAYLOAD,
+            "UDP payload too long"
+        );
         let mut p = UdpPacket::new_unchecked(&mut buf[..self.buffer_len()]);
         p.set_src_port(self.src_port);
         p.set_dst_port(self.dst_port);
@@ -204,11 +207,16 @@ mod test {
     // src 49152, dst 53, len 12, payload "abcd"; checksum worked by hand:
     // pseudo c0a8+0101+c0a8+0102+0011+000c, header c000+0035+000c, payload 6162+6364:
     // sum 0x30877 folds to 0x087a, complement 0xf785.
-    static PACKET: [u8; 12] =
-        [0xc0, 0x00, 0x00, 0x35, 0x00, 0x0c, 0xf7, 0x85, 0x61, 0x62, 0x63, 0x64];
+    static PACKET: [u8; 12] = [
+        0xc0, 0x00, 0x00, 0x35, 0x00, 0x0c, 0xf7, 0x85, 0x61, 0x62, 0x63, 0x64,
+    ];
 
     fn repr() -> UdpRepr {
-        UdpRepr { src_port: 49152, dst_port: 53, payload_len: 4 }
+        UdpRepr {
+            src_port: 49152,
+            dst_port: 53,
+            payload_len: 4,
+        }
     }
 
     #[test]
@@ -247,13 +255,20 @@ mod test {
         b[6] = 0;
         b[7] = 0;
         let p = UdpPacket::new_checked(&b[..]).unwrap();
-        assert_eq!(UdpRepr::parse(&p, SRC, Ipv4Addr::new(9, 9, 9, 9)).unwrap(), repr());
+        assert_eq!(
+            UdpRepr::parse(&p, SRC, Ipv4Addr::new(9, 9, 9, 9)).unwrap(),
+            repr()
+        );
     }
 
     #[test]
     fn computed_zero_is_sent_as_ffff() {
         // Choose a payload word that forces the one's-complement sum to 0xffff.
-        let r = UdpRepr { src_port: 1, dst_port: 2, payload_len: 2 };
+        let r = UdpRepr {
+            src_port: 1,
+            dst_port: 2,
+            payload_len: 2,
+        };
         let mut b = [0u8; 10];
         r.emit(&mut b, SRC, DST);
         // b's checksum c satisfies sum(all other words) + c = 0xffff. Put c into the
@@ -270,9 +285,15 @@ mod test {
 
     #[test]
     fn test_truncated() {
-        assert_eq!(UdpPacket::new_checked(&PACKET[..7]).unwrap_err(), WireError::Truncated);
+        assert_eq!(
+            UdpPacket::new_checked(&PACKET[..7]).unwrap_err(),
+            WireError::Truncated
+        );
         // header present, length field says 12, only 11 bytes
-        assert_eq!(UdpPacket::new_checked(&PACKET[..11]).unwrap_err(), WireError::Truncated);
+        assert_eq!(
+            UdpPacket::new_checked(&PACKET[..11]).unwrap_err(),
+            WireError::Truncated
+        );
     }
 
     #[test]
@@ -280,9 +301,15 @@ mod test {
         let mut b = PACKET;
         b[4] = 0;
         b[5] = 7;
-        assert_eq!(UdpPacket::new_checked(&b[..]).unwrap_err(), WireError::Malformed);
+        assert_eq!(
+            UdpPacket::new_checked(&b[..]).unwrap_err(),
+            WireError::Malformed
+        );
         b[5] = 0;
-        assert_eq!(UdpPacket::new_checked(&b[..]).unwrap_err(), WireError::Malformed);
+        assert_eq!(
+            UdpPacket::new_checked(&b[..]).unwrap_err(),
+            WireError::Malformed
+        );
     }
 
     #[test]
@@ -311,6 +338,8 @@ mod test {
     fn display() {
         let p = UdpPacket::new_unchecked(&PACKET[..]);
         assert_eq!(p.to_string(), "UDP src=49152 dst=53 len=12 cksum=0xf785");
-        assert!(UdpPacket::new_unchecked(&PACKET[..3]).to_string().contains("truncated"));
+        assert!(UdpPacket::new_unchecked(&PACKET[..3])
+            .to_string()
+            .contains("truncated"));
     }
 }
