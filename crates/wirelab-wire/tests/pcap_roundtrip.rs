@@ -119,7 +119,7 @@ fn pcapng_multihomed_roundtrip() {
 /// A big-endian pcapng block.
 fn be_block(kind: u32, body: &[u8]) -> Vec<u8> {
     let mut body = body.to_vec();
-    while body.len() % 4 != 0 {
+    while body.len() & 3 != 0 {
         body.push(0);
     }
     let len = (body.len() + 12) as u32;
@@ -145,7 +145,7 @@ fn be_idb(lt: u16, tsresol: Option<u8>, name: &str) -> Vec<u8> {
     body.extend_from_slice(&2u16.to_be_bytes());
     body.extend_from_slice(&(name.len() as u16).to_be_bytes());
     body.extend_from_slice(name.as_bytes());
-    while body.len() % 4 != 0 {
+    while body.len() & 3 != 0 {
         body.push(0);
     }
     if let Some(r) = tsresol {
