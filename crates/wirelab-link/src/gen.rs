@@ -235,11 +235,15 @@ pub(crate) fn tabledist(mu: i64, sigma: i64, dist: Distribution, cor: &mut CRand
         // netem: (rnd % (2*sigma)) - sigma + mu. wirelab scales instead of taking the
         // remainder so that the result is monotone in rnd (keeps correlation meaningful)
         // and works for any sigma.
-        Distribution::Uniform => mu - sigma + ((rnd as i128 * 2 * sigma as i128) >> 32) as i64,
+        Distribution::Uniform => {
+            let v = mu as i128 - sigma as i128 + ((rnd as i128 * 2 * sigma as i128) >> 32);
+            v.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+        }
         _ => {
             let u = (rnd as f64 + 0.5) / 4_294_967_296.0;
             let t = dist_value(dist, u);
-            mu + (sigma as f64 * t).round() as i64
+            // `as` saturates; no overflow for any configured time
+            mu.saturating_add((sigma as f64 * t).round() as i64)
         }
     }
 }

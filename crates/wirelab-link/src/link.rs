@@ -254,7 +254,7 @@ impl LinkDirection {
         self.stats.tx_bytes += pkt.len() as u64;
         if !self.up {
             // a cut cable without carrier detection: the frame is clocked out and vanishes
-            let end = start + self.serialisation_time(&pkt);
+            let end = start.saturating_add(self.serialisation_time(&pkt));
             self.busy_until = end;
             self.stats.dropped_down += 1;
             return TxResult { tx_end: end, original: Fate::Lost(LossCause::LinkDown), duplicate: None };
@@ -286,7 +286,7 @@ impl LinkDirection {
 
     /// Serialises one copy starting at `start` and applies corrupt, reorder and delay.
     fn send_copy(&mut self, start: Instant, mut pkt: Pkt, lost: Option<LossHit>) -> (Fate, Instant) {
-        let end = start + self.serialisation_time(&pkt);
+        let end = start.saturating_add(self.serialisation_time(&pkt));
         match lost {
             Some(LossHit::Random) => {
                 self.stats.lost_random += 1;
@@ -395,12 +395,20 @@ impl LinkDirection {
     }
 
     /// Carrier up or down at `now`. Going down loses every packet still in flight
-    /// (arrival after `now`), returned in arrival order for traces; while down, transmitted
-    /// packets are serialised and vanish. Both count as `dropped_down`.
-    pub fn set_up(&mut self, now: Instant, up: bool) -> Vec<Pkt> {
-        self.advance(now);
+    /// (arrival after `now`); while down, transmitted packets are serialised and vanish.
+    /// Both count as `dropped_down`. See [`set_up_into`](Self::set_up_into) to trace them.
+    pub fn set_up(&mut self, now: Instant, up: bool) {
         let mut dropped = Vec::new();
+        self.set_up_into(now, up, &mut dropped);
+    }
+
+    /// [`set_up`](Self::set_up), appending the packets lost in flight to `dropped` in
+    /// arrival order (for traces and drop hashes).
+    pub fn set_up_into(&mut self, now: Instant, up: bool, dropped: &mut Vec<Pkt>) {
+        self.advance(now);
         if self.up && !up {
+            let before = dropped.len();
+            // (at most one of fifo and heap holds packets)
             if !self.heap.is_empty() {
                 let mut all = std::mem::take(&mut self.heap).into_vec();
                 all.sort_by_key(|f| f.key());
@@ -408,13 +416,11 @@ impl LinkDirection {
                 dropped.extend(all.drain(keep..).map(|f| f.pkt));
                 self.heap = all.into();
             }
-            // (at most one of fifo and heap holds packets)
             let cut = self.fifo.partition_point(|f| f.arrival <= now);
             dropped.extend(self.fifo.drain(cut..).map(|f| f.pkt));
-            self.stats.dropped_down += dropped.len() as u64;
+            self.stats.dropped_down += (dropped.len() - before) as u64;
         }
         self.up = up;
-        dropped
     }
 
     /// Changes the rate for packets transmitted from now on (`0` = no serialisation delay),
@@ -658,7 +664,8 @@ mod test {
         back_to_back(&mut l, 5, 1500); // arrive at 11.2, 12.4, ... 16 ms
         assert_eq!(l.poll_arrival(ms(12)).unwrap().meta.id, 0);
         // 11.2 ms one was delivered; at 13 ms packet 1 (12.4 ms) has arrived but not been polled
-        let dropped = l.set_up(ms(13), false);
+        let mut dropped = Vec::new();
+        l.set_up_into(ms(13), false, &mut dropped);
         assert_eq!(dropped.iter().map(|p| p.meta.id).collect::<Vec<_>>(), vec![2, 3, 4]);
         assert_eq!(l.poll_arrival(ms(13)).unwrap().meta.id, 1);
         // a packet transmitted into the cut cable is clocked out and vanishes
@@ -666,7 +673,7 @@ mod test {
         assert_eq!(r.original, Fate::Lost(LossCause::LinkDown));
         assert_eq!(r.tx_end, ms(20) + Duration::from_micros(1200));
         assert_eq!(l.in_flight(), 0);
-        assert!(l.set_up(ms(30), true).is_empty());
+        l.set_up(ms(30), true);
         let r = l.transmit(ms(30), pkt(1500, 10));
         assert_eq!(r.original.arrival(), Some(ms(30) + Duration::from_micros(11_200)));
         assert_eq!(l.stats().dropped_down, 4);
@@ -685,7 +692,11 @@ mod test {
             v.sort();
             v.into_iter().map(|x| x.1).collect()
         };
-        let dropped: Vec<u64> = l.set_up(now, false).iter().map(|p| p.meta.id).collect();
+        let mut dropped = vec![pkt(1, 999)];
+        l.set_up_into(now, false, &mut dropped);
+        assert_eq!(dropped.remove(0).meta.id, 999, "appends");
+        let dropped: Vec<u64> = dropped.iter().map(|p| p.meta.id).collect();
+        assert_eq!(l.stats().dropped_down, dropped.len() as u64);
         assert_eq!(dropped, expect);
         assert_eq!(l.in_flight() + dropped.len(), 200);
         assert!(drain(&mut l).iter().all(|p| r[p.meta.id as usize].original.arrival().unwrap() <= now));
@@ -739,6 +750,23 @@ mod test {
             back_to_back(&mut l, 5000, 50).iter().map(|r| r.lost()).collect::<Vec<_>>()
         };
         assert_eq!(seq("loss 5%"), seq("loss 5% corrupt 10% delay 5ms 1ms jitter-order fifo"));
+    }
+
+    #[test]
+    fn extreme_configuration_does_not_panic() {
+        for s in [
+            "delay 1e12s 1e11s jitter-order reorder rate 1bit packetoverhead -100000",
+            "delay 1e12s 1e12s distribution pareto jitter-order fifo rate 1bit cellsize 1 celloverhead -5",
+            "delay 1ns 1e12s distribution paretonormal jitter-order reorder duplicate 100% corrupt 100%",
+        ] {
+            let mut l = link(s, 1);
+            for i in 0..100 {
+                l.transmit(Instant::MAX - Duration::from_nanos(1000 - i), Pkt::new(Vec::new()));
+                l.transmit(ms(i), pkt(70_000, i));
+            }
+            let _ = l.poll_timeout();
+            drain(&mut l);
+        }
     }
 
     #[test]

@@ -52,15 +52,15 @@ impl fmt::Display for LinkError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LinkError::UnknownWord { word, expected } => {
-                write!(f, "netem: unknown word `{word}`: expected {expected}")
+                write!(f, "unknown word `{word}`: expected {expected}")
             }
             LinkError::BadValue { keyword, word, expected } => {
-                write!(f, "netem: bad value `{word}` for `{keyword}`: expected {expected}")
+                write!(f, "bad value `{word}` for `{keyword}`: expected {expected}")
             }
             LinkError::MissingValue { keyword, expected } => {
-                write!(f, "netem: `{keyword}` needs a value: expected {expected}")
+                write!(f, "`{keyword}` needs a value: expected {expected}")
             }
-            LinkError::Invalid { word, reason } => write!(f, "netem: `{word}`: {reason}"),
+            LinkError::Invalid { word, reason } => write!(f, "`{word}`: {reason}"),
         }
     }
 }
