@@ -311,6 +311,15 @@ impl<'a> IcmpRepr<'a> {
         if !p.verify_checksum() {
             return Err(WireError::Checksum);
         }
+        Self::parse_unverified(p)
+    }
+
+    /// Parses without verifying the checksum (for analysing captures); all other checks
+    /// are those of [`parse`](Self::parse).
+    pub fn parse_unverified<T: AsRef<[u8]> + ?Sized>(
+        p: &IcmpPacket<&'a T>,
+    ) -> Result<Self, WireError> {
+        p.check_len()?;
         let data: &'a [u8] = &p.buffer.as_ref()[HEADER_LEN..];
         match (p.msg_type(), p.msg_code()) {
             (msg_type::ECHO_REQUEST, 0) => Ok(IcmpRepr::EchoRequest {
@@ -613,6 +622,10 @@ mod test {
         b[9] ^= 1;
         let p = IcmpPacket::new_checked(&b[..]).unwrap();
         assert_eq!(IcmpRepr::parse(&p).unwrap_err(), WireError::Checksum);
+        let IcmpRepr::EchoRequest { data, .. } = IcmpRepr::parse_unverified(&p).unwrap() else {
+            panic!("not an echo request")
+        };
+        assert_eq!(data, b"hh");
         // timestamp request (13) is valid ICMP but not modelled
         let mut b = [13u8, 0, 0, 0, 0, 0, 0, 0];
         IcmpPacket::new_unchecked(&mut b[..]).fill_checksum();

@@ -91,6 +91,16 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
         let seg = &self.buffer.as_ref()[..self.len() as usize];
         checksum::verify_transport(src, dst, ip_proto::UDP, seg)
     }
+
+    /// True if the checksum field holds only the folded pseudo-header sum, as captures taken
+    /// on a sending host with checksum offload show (`CHECKSUM_PARTIAL`: Linux
+    /// `udp4_hwcsum()` seeds the field with `~csum_tcpudp_magic(...)` and the NIC finishes
+    /// it after the capture point). Lets an analyzer tell offload from corruption.
+    pub fn checksum_is_partial(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
+        let folded = checksum::pseudo_header(src, dst, ip_proto::UDP, self.len() as u32);
+        let folded = checksum::combine(&[folded]) as u16;
+        self.checksum() == folded
+    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
@@ -167,6 +177,17 @@ impl UdpRepr {
         if !p.verify_checksum(src, dst) {
             return Err(WireError::Checksum);
         }
+        Ok(UdpRepr {
+            src_port: p.src_port(),
+            dst_port: p.dst_port(),
+            payload_len: p.len() as usize - HEADER_LEN,
+        })
+    }
+
+    /// Parses without verifying the checksum, for captures taken on a host with checksum
+    /// offload (see [`UdpPacket::checksum_is_partial`]). Lengths are still checked.
+    pub fn parse_unverified<T: AsRef<[u8]>>(p: &UdpPacket<T>) -> Result<Self, WireError> {
+        p.check_len()?;
         Ok(UdpRepr {
             src_port: p.src_port(),
             dst_port: p.dst_port(),
@@ -332,6 +353,22 @@ mod test {
         repr().emit(&mut a, SRC, DST);
         repr().emit(&mut b, SRC, DST);
         assert_eq!(a[..], b[..12]);
+    }
+
+    #[test]
+    fn offloaded_checksum_is_recognised() {
+        // As captured on Linux loopback: 127.0.0.1 -> 127.0.0.1, 8 bytes, field = pseudo sum.
+        let lo = Ipv4Addr::LOCALHOST;
+        let b = [0xbc, 0x66, 0x00, 0x09, 0x00, 0x08, 0xfe, 0x1b];
+        let p = UdpPacket::new_checked(&b[..]).unwrap();
+        assert!(p.checksum_is_partial(lo, lo));
+        assert_eq!(UdpRepr::parse(&p, lo, lo).unwrap_err(), WireError::Checksum);
+        let r = UdpRepr::parse_unverified(&p).unwrap();
+        assert_eq!((r.src_port, r.dst_port, r.payload_len), (48230, 9, 0));
+        let q = UdpPacket::new_checked(&PACKET[..]).unwrap();
+        assert!(!q.checksum_is_partial(SRC, DST));
+        assert_eq!(UdpRepr::parse_unverified(&q).unwrap(), repr());
+        assert!(UdpRepr::parse_unverified(&UdpPacket::new_unchecked(&b[..5])).is_err());
     }
 
     #[test]

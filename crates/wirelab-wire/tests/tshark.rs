@@ -227,3 +227,69 @@ fn tshark_accepts_our_captures() {
         "corruption not flagged:\n{flagged_bad}"
     );
 }
+
+/// Captures re-written by Wireshark's `editcap` (µs and ns classic pcap, pcapng with
+/// Wireshark's own blocks and options) read back to the same packets with our reader.
+#[test]
+fn editcap_rewrites_read_back() {
+    let ok = Command::new("editcap")
+        .arg("-h")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("note: editcap not installed; skipping the third-party writer check");
+        return;
+    }
+    let pkts = datagrams();
+    let eth = temp_path("editcap-src.pcap");
+    let ng = temp_path("editcap-src.pcapng");
+    write_classic(&eth, linktype::ETHERNET, &pkts);
+    write_ng(&ng, &pkts);
+    let ours_eth = wirelab_wire::pcap::read_file(&eth).unwrap();
+    let ours_ng = wirelab_wire::pcap::read_capture(&ng).unwrap();
+    let mut tmp = vec![eth.clone(), ng.clone()];
+    for (src, fmt, us) in [
+        (&eth, "pcap", true),
+        (&eth, "nsecpcap", false),
+        (&eth, "pcapng", false),
+        (&ng, "pcapng", false),
+    ] {
+        let out = temp_path(&format!("editcap-{fmt}-{}", tmp.len()));
+        let st = Command::new("editcap")
+            .args(["-F", fmt])
+            .arg(src)
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            st.status.success(),
+            "editcap -F {fmt}: {}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+        tmp.push(out.clone());
+        let cap = wirelab_wire::pcap::read_capture(&out).unwrap();
+        let want = if src == &ng {
+            &ours_ng.packets
+        } else {
+            &ours_eth
+        };
+        assert_eq!(cap.packets.len(), want.len(), "{fmt}");
+        for (a, b) in cap.packets.iter().zip(want) {
+            let ts = if us { b.ts_ns / 1000 * 1000 } else { b.ts_ns };
+            assert_eq!(
+                (a.ts_ns, a.iface, a.linktype),
+                (ts, b.iface, b.linktype),
+                "{fmt}"
+            );
+            assert_eq!(a.ipv4(), b.ipv4(), "{fmt}");
+        }
+        if src == &ng {
+            let names: Vec<_> = cap.interfaces.iter().map(|i| i.name.clone()).collect();
+            let want: Vec<_> = ours_ng.interfaces.iter().map(|i| i.name.clone()).collect();
+            assert_eq!(names, want);
+        }
+    }
+    for f in tmp {
+        let _ = std::fs::remove_file(f);
+    }
+}
