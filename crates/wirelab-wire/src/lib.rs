@@ -10,7 +10,35 @@
 //!   `buffer_len()` and `emit(&mut Packet)`.
 //!
 //! **Contract:** no function in this crate panics on any input bytes; decoders return
-//! [`WireError`]. Fuzz and property tests hold us to it.
+//! [`WireError`] (captures: [`pcap::PcapError`]). Property tests
+//! (`tests/decoders_no_panic.rs`) hold us to it. `emit` functions panic only on a buffer
+//! shorter than `buffer_len()`, which is a caller bug, not input.
+//!
+//! Modules: [`ipv4`], [`udp`], [`icmp`] (echo, unreachable, time exceeded), [`ethernet`]
+//! (capture framing and deterministic MACs), [`pcap`] (pcap/pcapng writers and reader),
+//! [`checksum`] (RFC 1071), [`crc32c`] (SCTP).
+//!
+//! Emit a UDP datagram, then parse it back:
+//!
+//! ```
+//! use std::net::Ipv4Addr;
+//! use wirelab_wire::{ip_proto, Ipv4Packet, Ipv4Repr, UdpPacket, UdpRepr};
+//!
+//! let (src, dst) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 1, 2));
+//! let udp = UdpRepr { src_port: 4000, dst_port: 5000, payload_len: 5 };
+//! let ip = Ipv4Repr { src, dst, protocol: ip_proto::UDP, payload_len: udp.buffer_len(),
+//!                     ttl: 64, tos: 0, ident: 1, dont_frag: true };
+//! let mut buf = vec![0u8; ip.buffer_len() + udp.buffer_len()];
+//! ip.emit(&mut buf);
+//! buf[28..].copy_from_slice(b"hello"); // payload first: the checksum covers it
+//! udp.emit(&mut buf[20..], src, dst);
+//!
+//! let p = Ipv4Packet::new_checked(&buf[..]).unwrap();
+//! let ip2 = Ipv4Repr::parse(&p).unwrap();
+//! let u = UdpPacket::new_checked(p.payload()).unwrap();
+//! assert_eq!(UdpRepr::parse(&u, ip2.src, ip2.dst), Ok(udp));
+//! assert_eq!(u.payload(), b"hello");
+//! ```
 #![warn(missing_docs)]
 
 pub mod checksum;

@@ -16,6 +16,27 @@
 //! The reader never panics on garbage: every inconsistency is a [`PcapError`].
 //! File formats: draft-ietf-opsawg-pcap and draft-ietf-opsawg-pcapng; link types:
 //! tcpdump.org/linktypes.html. See also docs/pcap.md.
+//!
+//! ```
+//! use wirelab_core::Instant;
+//! use wirelab_wire::ethernet::mac_for;
+//! use wirelab_wire::pcap::{self, linktype, PcapngWriter};
+//!
+//! let ip = [0x45, 0, 0, 20, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 1, 2];
+//! let mut w = PcapngWriter::new(Vec::new())?;           // any io::Write
+//! let a = w.add_interface(linktype::ETHERNET, "h1-eth0", "h1 path A")?;
+//! let b = w.add_interface(linktype::ETHERNET, "h1-eth1", "h1 path B")?;
+//! w.write_ipv4_as_ethernet(a, Instant::from_nanos(1_500), mac_for(1, 0), mac_for(2, 0), &ip)?;
+//! w.write_ipv4_as_ethernet(b, Instant::from_nanos(2_500), mac_for(1, 1), mac_for(3, 0), &ip)?;
+//! let bytes = w.into_inner()?;
+//!
+//! let cap = pcap::parse_bytes(&bytes)?;                  // or pcap::read_file(path)?
+//! assert_eq!(cap.interfaces[1].name.as_deref(), Some("h1-eth1"));
+//! let p = &cap.packets[1];
+//! assert_eq!((p.ts_ns, p.iface, p.ip_offset), (2_500, 1, Some(14)));
+//! assert_eq!(p.ipv4(), Some(&ip[..]));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 mod reader;
 mod writer;
 
