@@ -1,0 +1,1071 @@
+//! `tc` syntax: parse `qdisc`/`class`/`filter` commands and build the qdisc tree.
+//!
+//! Accepted lines (a leading `tc` and any `dev X` are ignored):
+//!
+//! ```text
+//! qdisc add root handle 1: htb default 1
+//! class add parent 1: classid 1:10 htb rate 100mbit ceil 100mbit
+//! qdisc add parent 1:10 handle 10: sfq perturb 10
+//! filter add parent 1:0 protocol ip prio 1 u32 match ip protocol 132 0xff flowid 1:10
+//! ```
+//!
+//! Short forms, for scenario keys: a qdisc line may omit `qdisc add` (`root sfq perturb 10`,
+//! `pfifo limit 100`, `htb default 1`: a root qdisc, handle `1:` unless given); a class line
+//! may omit `class add` and start with its classid (`1:10 htb rate 100mbit`, parent `1:`
+//! unless given); a filter line may omit `filter add` and everything before the kind
+//! (`u32 match … flowid 1:10`: parent = the root qdisc, protocol ip, automatic prio).
+//!
+//! Defaults are Linux's and iproute2's (see docs/qdisc.md). Unsupported kinds or options are
+//! errors that name the option and the qdisc; nothing is silently ignored.
+use crate::classify::{Classifier, FilterChain, Fw, U32};
+use crate::codel::{codel_dur, Codel, CodelParams};
+use crate::fifo::{Fifo, FifoKind};
+use crate::fq_codel::{FqCodel, FqCodelParams};
+use crate::htb::{Htb, HtbClassDef, HtbClassParams, TC_HTB_NUMPRIO};
+use crate::prio::{PfifoFast, Prio, DEFAULT_PRIOMAP, TCQ_PRIO_BANDS};
+use crate::red::{tc_red_eval_ewma, Red, RedParams};
+use crate::sfq::{Sfq, SfqOpts};
+use crate::tbf::{Tbf, TbfParams};
+use crate::util::{parse_c_u32, tc_calc_xmittime_ns};
+use crate::{ClassId, DevParams, Qdisc};
+use core::fmt;
+use std::sync::Arc;
+use wirelab_core::units::{parse_rate, parse_size, parse_time};
+use wirelab_core::{Duration, Rng};
+
+/// A configuration error: the command and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TcError {
+    /// The offending command as given (empty for whole-tree errors).
+    pub command: String,
+    /// What is wrong, naming the qdisc and option.
+    pub message: String,
+}
+
+impl fmt::Display for TcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.command.is_empty() {
+            write!(f, "tc: {}", self.message)
+        } else {
+            write!(f, "tc `{}`: {}", self.command, self.message)
+        }
+    }
+}
+impl std::error::Error for TcError {}
+
+#[derive(Clone, Debug, PartialEq)]
+enum QdiscOpts {
+    Fifo { kind: FifoKind, limit: Option<u64> },
+    PfifoFast,
+    Prio { bands: usize, priomap: [u8; 16] },
+    Tbf { rate: u64, burst: u64, limit: Option<u64>, latency: Option<Duration>, peakrate: Option<u64>, mtu: Option<u64> },
+    Sfq(SfqOpts),
+    Codel { limit: u32, target: Option<Duration>, interval: Option<Duration>, ecn: bool, ce_threshold: Option<Duration> },
+    FqCodel { limit: Option<u32>, flows: Option<u32>, quantum: Option<u32>, target: Option<Duration>, interval: Option<Duration>, ecn: Option<bool>, ce_threshold: Option<Duration>, memory_limit: Option<u64>, drop_batch: Option<u32> },
+    Red { limit: u64, min: u64, max: u64, avpkt: u64, burst: u32, probability: f64, bandwidth: u64, ecn: bool, harddrop: bool },
+    Htb { defcls: u16, r2q: u32, direct_qlen: Option<u32> },
+}
+
+#[derive(Clone, Debug)]
+struct QdiscSpec {
+    handle: ClassId,
+    parent: ClassId,
+    opts: QdiscOpts,
+    line: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct HtbClassOpts {
+    rate: u64,
+    ceil: Option<u64>,
+    burst: Option<u64>,
+    cburst: Option<u64>,
+    prio: u32,
+    quantum: Option<u32>,
+    mtu: u32,
+}
+
+#[derive(Clone, Debug)]
+struct ClassSpec {
+    classid: ClassId,
+    parent: ClassId,
+    opts: HtbClassOpts,
+    line: String,
+}
+
+#[derive(Clone, Debug)]
+struct FilterSpec {
+    /// `ClassId::ROOT` = attach to the root qdisc, whatever its handle.
+    parent: ClassId,
+    prio: Option<u32>,
+    f: Arc<dyn Classifier>,
+    line: String,
+}
+
+/// A parsed `tc` configuration for one device, buildable into a qdisc tree any number of
+/// times (one per interface).
+#[derive(Clone, Debug, Default)]
+pub struct TcConfig {
+    /// Device parameters the defaults derive from.
+    pub dev: DevParams,
+    qdiscs: Vec<QdiscSpec>,
+    classes: Vec<ClassSpec>,
+    filters: Vec<FilterSpec>,
+    next_auto: u16,
+}
+
+type R<T> = Result<T, String>;
+
+/// Cursor over a command's tokens.
+struct Args<'a> {
+    t: Vec<&'a str>,
+    i: usize,
+}
+impl<'a> Args<'a> {
+    fn peek(&self) -> Option<&'a str> {
+        self.t.get(self.i).copied()
+    }
+    fn next(&mut self) -> Option<&'a str> {
+        let v = self.peek();
+        self.i += 1;
+        v
+    }
+    fn val(&mut self, who: &str, opt: &str) -> R<&'a str> {
+        self.next().ok_or_else(|| format!("{who}: option `{opt}` needs a value"))
+    }
+}
+
+fn bad(who: &str, opt: &str, v: &str, e: impl fmt::Display) -> String {
+    format!("{who}: bad value `{v}` for `{opt}`: {e}")
+}
+fn u32_opt(who: &str, opt: &str, v: &str) -> R<u32> {
+    parse_c_u32(v).ok_or_else(|| bad(who, opt, v, "expected an integer"))
+}
+fn size_opt(who: &str, opt: &str, v: &str) -> R<u64> {
+    // get_size_and_cell(): a trailing "/cell" is accepted and ignored (rate tables unused)
+    let v0 = v.split('/').next().unwrap_or(v);
+    parse_size(v0).map_err(|e| bad(who, opt, v, e))
+}
+fn rate_opt(who: &str, opt: &str, v: &str) -> R<u64> {
+    let r = parse_rate(v).map_err(|e| bad(who, opt, v, e))?;
+    if r == 0 {
+        return Err(bad(who, opt, v, "rate must be positive"));
+    }
+    Ok(r)
+}
+fn time_opt(who: &str, opt: &str, v: &str) -> R<Duration> {
+    parse_time(v).map_err(|e| bad(who, opt, v, e))
+}
+fn classid_opt(who: &str, opt: &str, v: &str) -> R<ClassId> {
+    ClassId::parse(v).ok_or_else(|| bad(who, opt, v, "expected a class id like 1:10"))
+}
+fn unsupported(who: &str, opt: &str) -> String {
+    format!("{who}: unsupported option `{opt}`")
+}
+
+fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
+    let w = kind;
+    Ok(match kind {
+        "pfifo" | "bfifo" | "pfifo_head_drop" => {
+            let fk = match kind {
+                "pfifo" => FifoKind::Pfifo,
+                "bfifo" => FifoKind::Bfifo,
+                _ => FifoKind::PfifoHeadDrop,
+            };
+            let mut limit = None;
+            while let Some(o) = a.next() {
+                match o {
+                    "limit" => limit = Some(size_opt(w, o, a.val(w, o)?)?),
+                    _ => return Err(unsupported(w, o)),
+                }
+            }
+            QdiscOpts::Fifo { kind: fk, limit }
+        }
+        "pfifo_fast" => {
+            if let Some(o) = a.next() {
+                return Err(unsupported(w, o));
+            }
+            QdiscOpts::PfifoFast
+        }
+        "prio" => {
+            let mut bands = 3usize;
+            let mut priomap = DEFAULT_PRIOMAP;
+            let mut map_given = false;
+            while let Some(o) = a.next() {
+                match o {
+                    "bands" => bands = u32_opt(w, o, a.val(w, o)?)? as usize,
+                    "priomap" => {
+                        let mut k = 0;
+                        while let Some(v) = a.peek().and_then(parse_c_u32) {
+                            if k >= 16 {
+                                return Err(format!("prio: more than 16 `priomap` elements"));
+                            }
+                            priomap[k] = v.min(255) as u8;
+                            k += 1;
+                            a.next();
+                        }
+                        map_given = true;
+                    }
+                    "multiqueue" => return Err(unsupported(w, o)),
+                    _ => return Err(unsupported(w, o)),
+                }
+            }
+            if !(2..=TCQ_PRIO_BANDS).contains(&bands) {
+                return Err(format!("prio: `bands` must be 2..=16, got {bands}"));
+            }
+            if let Some(b) = priomap.iter().find(|&&b| b as usize >= bands) {
+                return Err(format!("prio: illegal `priomap` element {b} (bands = {bands}){}", if map_given { "" } else { "; give a priomap for fewer than 3 bands" }));
+            }
+            QdiscOpts::Prio { bands, priomap }
+        }
+        "tbf" => {
+            let (mut rate, mut burst, mut limit, mut latency, mut peakrate, mut mtu) = (None, None, None, None, None, None);
+            while let Some(o) = a.next() {
+                match o {
+                    "rate" => rate = Some(rate_opt(w, o, a.val(w, o)?)?),
+                    "burst" | "buffer" | "maxburst" => burst = Some(size_opt(w, o, a.val(w, o)?)?),
+                    "limit" => {
+                        if latency.is_some() {
+                            return Err("tbf: `limit` and `latency` are mutually exclusive".into());
+                        }
+                        limit = Some(size_opt(w, o, a.val(w, o)?)?)
+                    }
+                    "latency" => {
+                        if limit.is_some() {
+                            return Err("tbf: `limit` and `latency` are mutually exclusive".into());
+                        }
+                        latency = Some(time_opt(w, o, a.val(w, o)?)?)
+                    }
+                    "peakrate" => peakrate = Some(rate_opt(w, o, a.val(w, o)?)?),
+                    "mtu" | "minburst" => mtu = Some(size_opt(w, o, a.val(w, o)?)?),
+                    _ => return Err(unsupported(w, o)),
+                }
+            }
+            let (Some(rate), Some(burst)) = (rate, burst) else {
+                return Err("tbf: both `rate` and `burst` are required".into());
+            };
+            if burst == 0 {
+                return Err("tbf: `burst` must be positive".into());
+            }
+            if limit.is_none() && latency.is_none() {
+                return Err("tbf: either `limit` or `latency` is required".into());
+            }
+            if peakrate.is_some() && mtu.is_none() {
+                return Err("tbf: when `peakrate` is specified, `mtu` must also be specified".into());
+            }
+            QdiscOpts::Tbf { rate, burst, limit, latency, peakrate, mtu }
+        }
+        "sfq" => {
+            let mut o_ = SfqOpts::default();
+            while let Some(o) = a.next() {
+                match o {
+                    "limit" => o_.limit = Some(u32_opt(w, o, a.val(w, o)?)?),
+                    "perturb" => {
+                        let v = a.val(w, o)?;
+                        o_.perturb_secs = match parse_c_u32(v) {
+                            Some(s) => s,
+                            None => {
+                                let d = time_opt(w, o, v)?;
+                                if d.as_nanos() % 1_000_000_000 != 0 {
+                                    return Err(bad(w, o, v, "perturb is in whole seconds"));
+                                }
+                                (d.as_nanos() / 1_000_000_000) as u32
+                            }
+                        }
+                    }
+                    "quantum" => o_.quantum = Some(size_opt(w, o, a.val(w, o)?)?.min(u32::MAX as u64) as u32),
+                    "divisor" => o_.divisor = Some(u32_opt(w, o, a.val(w, o)?)?),
+                    "flows" => o_.flows = Some(u32_opt(w, o, a.val(w, o)?)?),
+                    "depth" => o_.depth = Some(u32_opt(w, o, a.val(w, o)?)?),
+                    "headdrop" => o_.headdrop = true,
+                    _ => return Err(unsupported(w, o)),
+                }
+            }
+            QdiscOpts::Sfq(o_)
+        }
+        "codel" => {
+            let (mut limit, mut target, mut interval, mut ecn, mut ce) = (1000, None, None, false, None);
+            while let Some(o) = a.next() {
+                match o {
+                    "limit" => limit = u32_opt(w, o, a.val(w, o)?)?,
+                    "target" => target = Some(time_opt(w, o, a.val(w, o)?)?),
+                    "interval" => interval = Some(time_opt(w, o, a.val(w, o)?)?),
+                    "ce_threshold" => ce = Some(time_opt(w, o, a.val(w, o)?)?),
+                    "ecn" => ecn = true,
+                    "noecn" => ecn = false,
+                    _ => return Err(unsupported(w, o)),
+                }
+            }
+            QdiscOpts::Codel { limit, target, interval, ecn, ce_threshold: ce }
+        }
+        "fq_codel" => {
+            let (mut limit, mut flows, mut quantum, mut target, mut interval, mut ecn, mut ce, mut mem, mut batch) = (None, None, None, None, None, None, None, None, None);
+            while let Some(o) = a.next() {
+                match o {
+                    "limit" => limit = Some(u32_opt(w, o, a.val(w, o)?)?),
+                    "flows" => flows = Some(u32_opt(w, o, a.val(w, o)?)?),
+                    "quantum" => quantum = Some(u32_opt(w, o, a.val(w, o)?)?),
+                    "target" => target = Some(time_opt(w, o, a.val(w, o)?)?),
+                    "interval" => interval = Some(time_opt(w, o, a.val(w, o)?)?),
+                    "ce_threshold" => ce = Some(time_opt(w, o, a.val(w, o)?)?),
+                    "memory_limit" => mem = Some(size_opt(w, o, a.val(w, o)?)?),
+                    "drop_batch" => batch = Some(u32_opt(w, o, a.val(w, o)?)?),
+                    "ecn" => ecn = Some(true),
+                    "noecn" => ecn = Some(false),
+                    _ => return Err(unsupported(w, o)),
+                }
+            }
+            if flows == Some(0) || flows.is_some_and(|f| f > 65536) {
+                return Err("fq_codel: `flows` must be 1..=65536".into());
+            }
+            QdiscOpts::FqCodel { limit, flows, quantum, target, interval, ecn, ce_threshold: ce, memory_limit: mem, drop_batch: batch }
+        }
+        "red" => {
+            let (mut limit, mut min, mut max, mut avpkt, mut burst, mut prob, mut bw, mut ecn, mut harddrop) = (0, 0, 0, 0, 0u32, 0.02f64, 10_000_000u64, false, false);
+            while let Some(o) = a.next() {
+                match o {
+                    "limit" => limit = size_opt(w, o, a.val(w, o)?)?,
+                    "min" => min = size_opt(w, o, a.val(w, o)?)?,
+                    "max" => max = size_opt(w, o, a.val(w, o)?)?,
+                    "avpkt" => avpkt = size_opt(w, o, a.val(w, o)?)?,
+                    "burst" => burst = u32_opt(w, o, a.val(w, o)?)?,
+                    "bandwidth" => bw = rate_opt(w, o, a.val(w, o)?)?,
+                    "probability" => {
+                        let v = a.val(w, o)?;
+                        prob = v.parse::<f64>().ok().filter(|p| (0.0..=1.0).contains(p) && *p > 0.0).ok_or_else(|| bad(w, o, v, "expected a probability in (0, 1]"))?;
+                    }
+                    "ecn" => ecn = true,
+                    "harddrop" => harddrop = true,
+                    _ => return Err(unsupported(w, o)),
+                }
+            }
+            if limit == 0 || avpkt == 0 {
+                return Err("red: required parameter (`limit`, `avpkt`) is missing".into());
+            }
+            // Sally Floyd's recommendations, as q_red.c applies them
+            if max == 0 {
+                max = if min != 0 { min * 3 } else { limit / 4 };
+            }
+            if min == 0 {
+                min = max / 3;
+            }
+            if burst == 0 {
+                burst = ((2 * min + max) / (3 * avpkt)) as u32;
+            }
+            if max < min {
+                return Err(format!("red: `max` ({max}) is below `min` ({min})"));
+            }
+            QdiscOpts::Red { limit, min, max, avpkt, burst, probability: prob, bandwidth: bw, ecn, harddrop }
+        }
+        "htb" => {
+            let (mut defcls, mut r2q, mut dq) = (0u16, 10u32, None);
+            while let Some(o) = a.next() {
+                match o {
+                    "default" => {
+                        let v = a.val(w, o)?;
+                        // get_u32(&opt.defcls, *argv, 16): hexadecimal
+                        defcls = u16::from_str_radix(v.trim_start_matches("0x"), 16).map_err(|_| bad(w, o, v, "expected a hex class minor"))?;
+                    }
+                    "r2q" => r2q = u32_opt(w, o, a.val(w, o)?)?,
+                    "direct_qlen" => dq = Some(u32_opt(w, o, a.val(w, o)?)?),
+                    _ => return Err(unsupported(w, o)),
+                }
+            }
+            if r2q == 0 {
+                return Err("htb: `r2q` must be positive".into());
+            }
+            QdiscOpts::Htb { defcls, r2q, direct_qlen: dq }
+        }
+        "netem" => return Err("netem: not a qdisc here; configure netem on the link (wirelab-link)".into()),
+        "cbq" => return Err("cbq: not supported yet".into()),
+        _ => return Err(format!("unknown or unsupported qdisc kind `{kind}`")),
+    })
+}
+
+fn parse_htb_class_opts(a: &mut Args) -> R<HtbClassOpts> {
+    let w = "htb class";
+    let mut o_ = HtbClassOpts { rate: 0, ceil: None, burst: None, cburst: None, prio: 0, quantum: None, mtu: 1600 };
+    while let Some(o) = a.next() {
+        match o {
+            "rate" => o_.rate = rate_opt(w, o, a.val(w, o)?)?,
+            "ceil" => o_.ceil = Some(rate_opt(w, o, a.val(w, o)?)?),
+            "burst" | "buffer" | "maxburst" => o_.burst = Some(size_opt(w, o, a.val(w, o)?)?),
+            "cburst" | "cbuffer" | "cmaxburst" => o_.cburst = Some(size_opt(w, o, a.val(w, o)?)?),
+            "prio" => o_.prio = u32_opt(w, o, a.val(w, o)?)?,
+            "quantum" => o_.quantum = Some(u32_opt(w, o, a.val(w, o)?)?),
+            "mtu" => o_.mtu = u32_opt(w, o, a.val(w, o)?)?,
+            _ => return Err(unsupported(w, o)),
+        }
+    }
+    if o_.rate == 0 {
+        return Err("htb class: `rate` is required".into());
+    }
+    Ok(o_)
+}
+
+fn parse_u32_filter(a: &mut Args) -> R<U32> {
+    let w = "u32";
+    let mut f = U32::new(ClassId::UNSPEC);
+    let mut have_flowid = false;
+    let num = |a: &mut Args, what: &str, max: u32| -> R<u32> {
+        let v = a.val(w, what)?;
+        let n = parse_c_u32(v).ok_or_else(|| bad(w, what, v, "expected a number"))?;
+        if n > max {
+            return Err(bad(w, what, v, "value too large"));
+        }
+        Ok(n)
+    };
+    while let Some(o) = a.next() {
+        match o {
+            "match" => {
+                let sel = a.val(w, "match")?;
+                match sel {
+                    "ip" => {
+                        let field = a.val(w, "match ip")?;
+                        match field {
+                            "protocol" => f = f.match_u8(num(a, "ip protocol", 0xff)? as u8, num(a, "ip protocol mask", 0xff)? as u8, 9),
+                            "tos" | "dsfield" => f = f.match_u8(num(a, "ip tos", 0xff)? as u8, num(a, "ip tos mask", 0xff)? as u8, 1),
+                            "ihl" => f = f.match_u8(num(a, "ip ihl", 0xff)? as u8, num(a, "ip ihl mask", 0xff)? as u8, 0),
+                            "icmp_type" => f = f.match_u8(num(a, "ip icmp_type", 0xff)? as u8, num(a, "mask", 0xff)? as u8, 20),
+                            "icmp_code" => f = f.match_u8(num(a, "ip icmp_code", 0xff)? as u8, num(a, "mask", 0xff)? as u8, 21),
+                            "sport" => f = f.match_u16(num(a, "ip sport", 0xffff)? as u16, num(a, "ip sport mask", 0xffff)? as u16, 20),
+                            "dport" => f = f.match_u16(num(a, "ip dport", 0xffff)? as u16, num(a, "ip dport mask", 0xffff)? as u16, 22),
+                            "src" | "dst" => {
+                                let v = a.val(w, field)?;
+                                let (addr, plen) = match v.split_once('/') {
+                                    Some((ad, l)) => (ad, l.parse::<u32>().ok().filter(|&l| l <= 32).ok_or_else(|| bad(w, field, v, "bad prefix length"))?),
+                                    None => (v, 32),
+                                };
+                                let ip: std::net::Ipv4Addr = addr.parse().map_err(|_| bad(w, field, v, "expected A.B.C.D[/len]"))?;
+                                let mask = if plen == 0 { 0 } else { u32::MAX << (32 - plen) };
+                                f = f.match_u32(u32::from(ip), mask, if field == "src" { 12 } else { 16 });
+                            }
+                            _ => return Err(format!("u32: unsupported match `ip {field}`")),
+                        }
+                    }
+                    "u8" | "u16" | "u32" => {
+                        let max = match sel {
+                            "u8" => 0xff,
+                            "u16" => 0xffff,
+                            _ => u32::MAX,
+                        };
+                        let val = num(a, sel, max)?;
+                        let mask = num(a, "mask", max)?;
+                        match a.next() {
+                            Some("at") => {}
+                            Some(x) => return Err(format!("u32: expected `at OFFSET` after `match {sel}`, got `{x}`")),
+                            None => return Err(format!("u32: `match {sel}` needs `at OFFSET`")),
+                        }
+                        let offv = a.val(w, "at")?;
+                        if offv.starts_with("nexthdr") {
+                            return Err("u32: `at nexthdr+N` offsets are not supported".into());
+                        }
+                        let off = parse_c_u32(offv).ok_or_else(|| bad(w, "at", offv, "expected a byte offset"))?;
+                        match sel {
+                            "u8" => f = f.match_u8(val as u8, mask as u8, off),
+                            "u16" => {
+                                if off % 2 != 0 {
+                                    return Err(format!("u32: `match u16 … at {off}`: offset must be even"));
+                                }
+                                f = f.match_u16(val as u16, mask as u16, off)
+                            }
+                            _ => {
+                                if off % 4 != 0 {
+                                    return Err(format!("u32: `match u32 … at {off}`: offset must be a multiple of 4"));
+                                }
+                                f = f.match_u32(val, mask, off)
+                            }
+                        }
+                    }
+                    _ => return Err(format!("u32: unsupported match selector `{sel}`")),
+                }
+            }
+            "flowid" | "classid" => {
+                f.classid = classid_opt(w, o, a.val(w, o)?)?;
+                have_flowid = true;
+            }
+            _ => return Err(unsupported(w, o)),
+        }
+    }
+    if !have_flowid {
+        return Err("u32: missing `flowid`".into());
+    }
+    Ok(f)
+}
+
+impl TcConfig {
+    /// An empty configuration for an Ethernet device with `txqueuelen` 1000.
+    pub fn new() -> Self {
+        TcConfig::default()
+    }
+    /// An empty configuration for a device with these parameters.
+    pub fn with_dev(dev: DevParams) -> Self {
+        TcConfig { dev, ..Default::default() }
+    }
+    /// Parses several commands separated by newlines or `;` (`#` starts a comment).
+    pub fn parse(text: &str) -> Result<Self, TcError> {
+        let mut c = TcConfig::new();
+        c.add_script(text)?;
+        Ok(c)
+    }
+    /// Adds several commands separated by newlines or `;`.
+    pub fn add_script(&mut self, text: &str) -> Result<(), TcError> {
+        for line in text.lines() {
+            let line = line.split('#').next().unwrap_or("");
+            for cmd in line.split(';') {
+                if !cmd.trim().is_empty() {
+                    self.add(cmd)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds one command: `qdisc …`, `class …`, `filter …`, or a short-form root qdisc.
+    pub fn add(&mut self, line: &str) -> Result<(), TcError> {
+        let toks = tokens(line);
+        match toks.first().copied() {
+            Some("qdisc") => self.qdisc_cmd(line, &toks[1..]),
+            Some("class") => self.class_cmd(line, &toks[1..]),
+            Some("filter") => self.filter_cmd(line, &toks[1..]),
+            Some(_) if toks.iter().any(|t| *t == "u32" || *t == "fw") => self.filter_cmd(line, &toks),
+            Some(t) if ClassId::parse(t).is_some_and(|c| c.minor() != 0 && c != ClassId::ROOT) => self.class_cmd(line, &toks),
+            Some(_) => self.qdisc_cmd(line, &toks),
+            None => Err(err(line, "empty command")),
+        }
+    }
+    /// Adds a qdisc (`qdisc add …` or the short form `[root|parent X] [handle H] KIND opts`).
+    pub fn add_qdisc(&mut self, line: &str) -> Result<(), TcError> {
+        let toks = tokens(line);
+        let t = if toks.first() == Some(&"qdisc") { &toks[1..] } else { &toks[..] };
+        self.qdisc_cmd(line, t)
+    }
+    /// Adds a class (`class add …` or the short form `CLASSID [parent P] KIND opts`).
+    pub fn add_class(&mut self, line: &str) -> Result<(), TcError> {
+        let toks = tokens(line);
+        let t = if toks.first() == Some(&"class") { &toks[1..] } else { &toks[..] };
+        self.class_cmd(line, t)
+    }
+    /// Adds a filter (`filter add …` or the short form `[parent P] [prio N] u32 …`).
+    pub fn add_filter(&mut self, line: &str) -> Result<(), TcError> {
+        let toks = tokens(line);
+        let t = if toks.first() == Some(&"filter") { &toks[1..] } else { &toks[..] };
+        self.filter_cmd(line, t)
+    }
+    /// Installs a custom classifier on the qdisc or class `parent` (e.g. `1:0` for the root
+    /// HTB) at filter priority `prio`.
+    pub fn add_classifier(&mut self, parent: ClassId, prio: u32, c: Arc<dyn Classifier>) {
+        let line = format!("<custom classifier {c:?}>");
+        self.filters.push(FilterSpec { parent, prio: Some(prio), f: c, line });
+    }
+
+    fn qdisc_cmd(&mut self, line: &str, t: &[&str]) -> Result<(), TcError> {
+        let mut a = Args { t: t.to_vec(), i: 0 };
+        let mut replace = false;
+        if let Some(v) = a.peek() {
+            match v {
+                "add" => {
+                    a.next();
+                }
+                "replace" | "change" => {
+                    replace = true;
+                    a.next();
+                }
+                "del" | "delete" | "show" | "ls" | "link" => return Err(err(line, &format!("`qdisc {v}` is not supported in a configuration"))),
+                _ => {}
+            }
+        }
+        let mut parent = None;
+        let mut handle = None;
+        let kind = loop {
+            let Some(tok) = a.next() else { return Err(err(line, "missing qdisc kind")) };
+            match tok {
+                "root" => parent = Some(ClassId::ROOT),
+                "parent" => parent = Some(classid_opt("qdisc", "parent", a.val("qdisc", "parent").map_err(|e| err(line, &e))?).map_err(|e| err(line, &e))?),
+                "handle" => {
+                    let v = a.val("qdisc", "handle").map_err(|e| err(line, &e))?;
+                    let h = ClassId::parse(v).or_else(|| ClassId::parse(&format!("{v}:"))).filter(|h| h.minor() == 0 && h.major() != 0).ok_or_else(|| err(line, &format!("qdisc: bad handle `{v}` (expected like 1:)")))?;
+                    handle = Some(h);
+                }
+                "dev" => {
+                    a.next();
+                }
+                "estimator" | "stab" | "ingress" | "clsact" => return Err(err(line, &format!("qdisc: `{tok}` is not supported"))),
+                k => break k,
+            }
+        };
+        let opts = parse_qdisc_opts(kind, &mut a).map_err(|e| err(line, &e))?;
+        let parent = parent.unwrap_or(ClassId::ROOT);
+        let handle = match handle {
+            Some(h) => h,
+            None if parent == ClassId::ROOT => ClassId::new(1, 0),
+            None => {
+                // qdisc_alloc_handle(): 8001:, 8002:, …
+                self.next_auto += 1;
+                ClassId::new(0x8000 + self.next_auto, 0)
+            }
+        };
+        if let Some(pos) = self.qdiscs.iter().position(|q| q.parent == parent) {
+            if !replace {
+                return Err(err(line, &format!("a qdisc is already attached at {parent} (use `qdisc replace`)")));
+            }
+            self.qdiscs.remove(pos);
+        }
+        if self.qdiscs.iter().any(|q| q.handle == handle) {
+            return Err(err(line, &format!("handle {handle} is already in use")));
+        }
+        self.qdiscs.push(QdiscSpec { handle, parent, opts, line: line.trim().to_string() });
+        Ok(())
+    }
+
+    fn class_cmd(&mut self, line: &str, t: &[&str]) -> Result<(), TcError> {
+        let e = |m: String| err(line, &m);
+        let mut a = Args { t: t.to_vec(), i: 0 };
+        let mut replace = false;
+        if let Some(v) = a.peek() {
+            match v {
+                "add" => {
+                    a.next();
+                }
+                "replace" | "change" => {
+                    replace = true;
+                    a.next();
+                }
+                _ => {}
+            }
+        }
+        let mut parent = None;
+        let mut classid = None;
+        loop {
+            let Some(tok) = a.next() else { return Err(e("missing class kind".into())) };
+            match tok {
+                "parent" => parent = Some(classid_opt("class", "parent", a.val("class", "parent").map_err(&e)?).map_err(&e)?),
+                "classid" => classid = Some(classid_opt("class", "classid", a.val("class", "classid").map_err(&e)?).map_err(&e)?),
+                "dev" => {
+                    a.next();
+                }
+                "htb" => break,
+                k if classid.is_none() && k.contains(':') => classid = Some(classid_opt("class", "classid", k).map_err(&e)?),
+                k => return Err(e(format!("class kind `{k}` is not supported (classes: htb; prio and tbf classes are implicit)"))),
+            }
+        }
+        let classid = classid.ok_or_else(|| e("class: `classid` is required".into()))?;
+        if classid.minor() == 0 || classid == ClassId::ROOT {
+            return Err(e(format!("class: bad classid {classid}")));
+        }
+        let parent = parent.unwrap_or(ClassId::new(classid.major(), 0));
+        if parent.major() != classid.major() {
+            return Err(e(format!("class {classid}: parent {parent} belongs to another qdisc")));
+        }
+        let opts = parse_htb_class_opts(&mut a).map_err(&e)?;
+        if let Some(pos) = self.classes.iter().position(|c| c.classid == classid) {
+            if !replace {
+                return Err(e(format!("class {classid} already exists")));
+            }
+            self.classes.remove(pos);
+        }
+        self.classes.push(ClassSpec { classid, parent, opts, line: line.trim().to_string() });
+        Ok(())
+    }
+
+    fn filter_cmd(&mut self, line: &str, t: &[&str]) -> Result<(), TcError> {
+        let e = |m: String| err(line, &m);
+        let mut a = Args { t: t.to_vec(), i: 0 };
+        if matches!(a.peek(), Some("add" | "replace" | "change")) {
+            a.next();
+        }
+        let mut parent = ClassId::ROOT;
+        let mut prio = None;
+        let mut handle = None;
+        let kind = loop {
+            let Some(tok) = a.next() else { return Err(e("missing filter kind".into())) };
+            match tok {
+                "parent" => parent = classid_opt("filter", "parent", a.val("filter", "parent").map_err(&e)?).map_err(&e)?,
+                "root" => parent = ClassId::ROOT,
+                "protocol" => match a.val("filter", "protocol").map_err(&e)? {
+                    "ip" | "all" => {}
+                    p => return Err(e(format!("filter: protocol `{p}` not supported (wirelab carries IPv4 only)"))),
+                },
+                "prio" | "pref" | "priority" => {
+                    let v = a.val("filter", tok).map_err(&e)?;
+                    prio = Some(u32_opt("filter", tok, v).map_err(&e)?);
+                }
+                "handle" => handle = Some(a.val("filter", "handle").map_err(&e)?),
+                "dev" => {
+                    a.next();
+                }
+                "chain" | "estimator" => return Err(e(format!("filter: `{tok}` is not supported"))),
+                k => break k,
+            }
+        };
+        let f: Arc<dyn Classifier> = match kind {
+            "u32" => {
+                if handle.is_some() {
+                    return Err(e("u32: explicit `handle` (hash tables) is not supported".into()));
+                }
+                Arc::new(parse_u32_filter(&mut a).map_err(&e)?)
+            }
+            "fw" => {
+                let h = handle.ok_or_else(|| e("fw: `handle MARK[/MASK]` is required".into()))?;
+                let (hv, mv) = match h.split_once('/') {
+                    Some((x, y)) => (x, Some(y)),
+                    None => (h, None),
+                };
+                let handle = parse_c_u32(hv).ok_or_else(|| e(format!("fw: bad handle `{h}`")))?;
+                let mask = match mv {
+                    Some(m) => parse_c_u32(m).ok_or_else(|| e(format!("fw: bad mask `{m}`")))?,
+                    None => u32::MAX,
+                };
+                let mut classid = None;
+                while let Some(o) = a.next() {
+                    match o {
+                        "flowid" | "classid" => classid = Some(classid_opt("fw", o, a.val("fw", o).map_err(&e)?).map_err(&e)?),
+                        _ => return Err(e(unsupported("fw", o))),
+                    }
+                }
+                let classid = classid.ok_or_else(|| e("fw: missing `flowid`".into()))?;
+                Arc::new(Fw { handle: handle & mask, mask, classid })
+            }
+            k => return Err(e(format!("filter kind `{k}` is not supported (u32, fw)"))),
+        };
+        self.filters.push(FilterSpec { parent, prio, f, line: line.trim().to_string() });
+        Ok(())
+    }
+
+    /// Builds the qdisc tree. `seed` and `name` (e.g. `"r1/eth0"`) key the random streams of
+    /// randomised qdiscs: each gets `Rng::stream(seed, "{name}/qdisc/{handle}/{kind}")`.
+    pub fn build(&self, seed: u64, name: &str) -> Result<Box<dyn Qdisc>, TcError> {
+        let root = self.qdiscs.iter().position(|q| q.parent == ClassId::ROOT).ok_or_else(|| err("", "no root qdisc configured"))?;
+        let mut b = Builder { cfg: self, seed, name, used_q: vec![false; self.qdiscs.len()], used_c: vec![false; self.classes.len()], used_f: vec![false; self.filters.len()] };
+        let q = b.build(root)?;
+        for (i, u) in b.used_q.iter().enumerate() {
+            if !u {
+                return Err(err(&self.qdiscs[i].line, &format!("parent {} does not exist or cannot hold a qdisc", self.qdiscs[i].parent)));
+            }
+        }
+        for (i, u) in b.used_c.iter().enumerate() {
+            if !u {
+                return Err(err(&self.classes[i].line, &format!("no htb qdisc with handle {:x}: to hold class {}", self.classes[i].classid.major(), self.classes[i].classid)));
+            }
+        }
+        for (i, u) in b.used_f.iter().enumerate() {
+            if !u {
+                return Err(err(&self.filters[i].line, &format!("parent {} is not a classful qdisc or class", self.filters[i].parent)));
+            }
+        }
+        Ok(q)
+    }
+
+    /// Builds a tree with a single default qdisc when nothing is configured: `pfifo_fast`,
+    /// as Linux attaches to a single-queue Ethernet device.
+    pub fn build_or_default(&self, seed: u64, name: &str) -> Result<Box<dyn Qdisc>, TcError> {
+        if self.qdiscs.is_empty() {
+            let mut q = PfifoFast::new(self.dev.txqueuelen);
+            q.set_ids(ClassId::UNSPEC, ClassId::ROOT);
+            return Ok(Box::new(q));
+        }
+        self.build(seed, name)
+    }
+}
+
+fn tokens(line: &str) -> Vec<&str> {
+    let mut t: Vec<&str> = line.split_whitespace().collect();
+    if t.first() == Some(&"tc") {
+        t.remove(0);
+    }
+    t
+}
+
+fn err(line: &str, m: &str) -> TcError {
+    TcError { command: line.trim().to_string(), message: m.to_string() }
+}
+
+struct Builder<'a> {
+    cfg: &'a TcConfig,
+    seed: u64,
+    name: &'a str,
+    used_q: Vec<bool>,
+    used_c: Vec<bool>,
+    used_f: Vec<bool>,
+}
+
+impl Builder<'_> {
+    fn child_of(&mut self, parent: ClassId) -> Result<Option<Box<dyn Qdisc>>, TcError> {
+        match self.cfg.qdiscs.iter().position(|q| q.parent == parent) {
+            Some(i) => Ok(Some(self.build(i)?)),
+            None => Ok(None),
+        }
+    }
+    fn filters_of(&mut self, parent: ClassId, is_root: bool) -> FilterChain {
+        let mut chain = FilterChain::default();
+        for (i, f) in self.cfg.filters.iter().enumerate() {
+            if f.parent == parent || (is_root && f.parent == ClassId::ROOT) {
+                self.used_f[i] = true;
+                let prio = f.prio.unwrap_or_else(|| chain.auto_prio());
+                chain.insert(prio, f.f.clone());
+            }
+        }
+        chain
+    }
+    fn default_pfifo(&self) -> Box<dyn Qdisc> {
+        Box::new(Fifo::pfifo(self.cfg.dev.txqueuelen.max(1)))
+    }
+
+    fn build(&mut self, idx: usize) -> Result<Box<dyn Qdisc>, TcError> {
+        self.used_q[idx] = true;
+        let spec = &self.cfg.qdiscs[idx];
+        let dev = self.cfg.dev;
+        let h = spec.handle;
+        let line = spec.line.as_str();
+        let is_root = spec.parent == ClassId::ROOT;
+        let rng = |kind: &str| Rng::stream(self.seed, &format!("{}/qdisc/{}/{}", self.name, h, kind));
+        let mut q: Box<dyn Qdisc> = match &spec.opts {
+            QdiscOpts::Fifo { kind, limit } => {
+                let lim = match (kind, limit) {
+                    (_, Some(l)) => *l,
+                    (FifoKind::Bfifo, None) => dev.txqueuelen.max(1) as u64 * dev.psched_mtu() as u64,
+                    (_, None) => dev.txqueuelen.max(1) as u64,
+                };
+                Box::new(Fifo::new(*kind, lim))
+            }
+            QdiscOpts::PfifoFast => Box::new(PfifoFast::new(dev.txqueuelen)),
+            QdiscOpts::Prio { bands, priomap } => {
+                let mut kids = Vec::with_capacity(*bands);
+                for b in 1..=*bands {
+                    let cid = ClassId::new(h.major(), b as u16);
+                    kids.push(match self.child_of(cid)? {
+                        Some(k) => k,
+                        None => {
+                            let mut k = self.default_pfifo();
+                            k.set_ids(ClassId::UNSPEC, cid);
+                            k
+                        }
+                    });
+                }
+                let filters = self.filters_of(h, is_root);
+                Box::new(Prio::new(kids, *priomap, filters))
+            }
+            QdiscOpts::Tbf { rate, burst, limit, latency, peakrate, mtu } => {
+                let rate_bytes = rate / 8;
+                let buffer_ns = tc_calc_xmittime_ns(rate_bytes, *burst);
+                let limit = match (limit, latency) {
+                    (Some(l), _) => *l,
+                    (None, Some(lat)) => {
+                        let mut lim = rate_bytes as f64 * lat.as_secs_f64() + *burst as f64;
+                        if let (Some(pr), Some(m)) = (peakrate, mtu) {
+                            lim = lim.min((pr / 8) as f64 * lat.as_secs_f64() + *m as f64);
+                        }
+                        lim as u64
+                    }
+                    (None, None) => 0,
+                };
+                let t2l = |ns: i64, rate_bytes: u64| -> usize { ((ns.max(0) as u128 * rate_bytes as u128) / 1_000_000_000u128).min(u32::MAX as u128) as usize };
+                let mut max_size = t2l(buffer_ns, rate_bytes);
+                let (peak_bps, mtu_ns) = match (peakrate, mtu) {
+                    (Some(pr), Some(m)) => {
+                        let ns = tc_calc_xmittime_ns(pr / 8, *m);
+                        max_size = max_size.min(t2l(ns, pr / 8));
+                        (Some((pr / 8) * 8), ns)
+                    }
+                    _ => (None, 0),
+                };
+                let cid = ClassId::new(h.major(), 1);
+                let child = match self.child_of(cid)? {
+                    Some(c) => c,
+                    None => {
+                        let mut c: Box<dyn Qdisc> = Box::new(Fifo::bfifo(limit));
+                        c.set_ids(ClassId::UNSPEC, cid);
+                        c
+                    }
+                };
+                let p = TbfParams { rate_bps: rate_bytes * 8, buffer_ns, peak_bps, mtu_ns, max_size };
+                Box::new(Tbf::new(p, child))
+            }
+            QdiscOpts::Sfq(o) => Box::new(Sfq::new(o, &dev, rng("sfq")).map_err(|m| err(line, &format!("sfq: {m}")))?),
+            QdiscOpts::Codel { limit, target, interval, ecn, ce_threshold } => {
+                let mut p = CodelParams::new(&dev);
+                if let Some(t) = target {
+                    p.target = codel_dur(*t);
+                }
+                if let Some(i) = interval {
+                    p.interval = codel_dur(*i);
+                }
+                if let Some(c) = ce_threshold {
+                    p.ce_threshold = codel_dur(*c);
+                }
+                p.ecn = *ecn;
+                Box::new(Codel::new(*limit, p))
+            }
+            QdiscOpts::FqCodel { limit, flows, quantum, target, interval, ecn, ce_threshold, memory_limit, drop_batch } => {
+                let mut p = FqCodelParams::new(&dev);
+                if let Some(v) = limit {
+                    p.limit = *v;
+                }
+                if let Some(v) = flows {
+                    p.flows = *v;
+                }
+                if let Some(v) = quantum {
+                    p.quantum = (*v).max(256); // fq_codel_change(): quantum >= 256
+                }
+                if let Some(t) = target {
+                    p.codel.target = codel_dur(*t);
+                }
+                if let Some(i) = interval {
+                    p.codel.interval = codel_dur(*i);
+                }
+                if let Some(c) = ce_threshold {
+                    p.codel.ce_threshold = codel_dur(*c);
+                }
+                if let Some(e) = ecn {
+                    p.codel.ecn = *e;
+                }
+                if let Some(m) = memory_limit {
+                    p.memory_limit = *m;
+                }
+                if let Some(b) = drop_batch {
+                    p.drop_batch = (*b).max(1);
+                }
+                Box::new(FqCodel::new(p, rng("fq_codel")))
+            }
+            QdiscOpts::Red { limit, min, max, avpkt, burst, probability, bandwidth, ecn, harddrop } => {
+                let wlog = tc_red_eval_ewma(*min, *burst, *avpkt).ok_or_else(|| err(line, &format!("red: burst {burst} is too small; try burst {}", 1 + min / avpkt)))?;
+                let p = RedParams { limit: *limit, qth_min: *min, qth_max: *max, wlog, max_p: *probability, avpkt: *avpkt, bandwidth_bps: *bandwidth, ecn: *ecn, harddrop: *harddrop };
+                Box::new(Red::new(p, rng("red")))
+            }
+            QdiscOpts::Htb { defcls, r2q, direct_qlen } => {
+                let mut defs = Vec::new();
+                for (ci, c) in self.cfg.classes.iter().enumerate() {
+                    if c.classid.major() != h.major() {
+                        continue;
+                    }
+                    self.used_c[ci] = true;
+                    let o = c.opts;
+                    let rate_bytes = o.rate / 8;
+                    let ceil = o.ceil.unwrap_or(o.rate);
+                    let ceil_bytes = ceil / 8;
+                    let hz = dev.hz.max(1);
+                    let buffer = o.burst.unwrap_or(rate_bytes / hz + o.mtu as u64);
+                    let cbuffer = o.cburst.unwrap_or(ceil_bytes / hz + o.mtu as u64);
+                    let quantum = match o.quantum {
+                        Some(q) if q > 0 => q,
+                        _ => (rate_bytes / *r2q as u64).clamp(1000, 200_000) as u32,
+                    };
+                    let parent = if c.parent.minor() == 0 { None } else { Some(c.parent) };
+                    let params = HtbClassParams {
+                        classid: c.classid,
+                        parent,
+                        rate_bps: rate_bytes * 8,
+                        ceil_bps: ceil_bytes * 8,
+                        buffer_ns: tc_calc_xmittime_ns(rate_bytes, buffer),
+                        cbuffer_ns: tc_calc_xmittime_ns(ceil_bytes, cbuffer),
+                        prio: o.prio.min(TC_HTB_NUMPRIO as u32 - 1) as u8,
+                        quantum,
+                    };
+                    let has_children = self.cfg.classes.iter().any(|k| k.parent == c.classid);
+                    let leaf = if has_children {
+                        if self.cfg.qdiscs.iter().any(|q| q.parent == c.classid) {
+                            return Err(err(&c.line, &format!("htb: class {} has child classes, so no qdisc can be attached to it", c.classid)));
+                        }
+                        None
+                    } else {
+                        Some(match self.child_of(c.classid)? {
+                            Some(q) => q,
+                            None => {
+                                let mut q = self.default_pfifo();
+                                q.set_ids(ClassId::UNSPEC, c.classid);
+                                q
+                            }
+                        })
+                    };
+                    let filters = self.filters_of(c.classid, false);
+                    defs.push(HtbClassDef { params, leaf, filters });
+                }
+                let filters = self.filters_of(h, is_root);
+                let dq = direct_qlen.unwrap_or(dev.txqueuelen);
+                Box::new(Htb::new(h, *defcls, dq, defs, filters).map_err(|m| err(line, &format!("htb: {m}")))?)
+            }
+        };
+        q.set_ids(h, spec.parent);
+        Ok(q)
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn errors_name_option_and_qdisc() {
+        let e = TcConfig::parse("qdisc add root sfq perturb 10 redflowlimit 100").unwrap_err();
+        assert!(e.message.contains("sfq") && e.message.contains("redflowlimit"), "{e}");
+        let e = TcConfig::parse("pfifo limit").unwrap_err();
+        assert!(e.message.contains("limit"), "{e}");
+        let e = TcConfig::parse("tbf rate 1mbit").unwrap_err();
+        assert!(e.message.contains("burst"), "{e}");
+        let e = TcConfig::parse("tbf rate 1mbit burst 10k").unwrap_err();
+        assert!(e.message.contains("latency"), "{e}");
+        let e = TcConfig::parse("qdisc add root handle 1: cbq").unwrap_err();
+        assert!(e.message.contains("cbq"), "{e}");
+        let e = TcConfig::parse("qdisc add root handle 1: htb\nclass add parent 1: classid 1:10 htb ceil 1mbit").unwrap_err();
+        assert!(e.message.contains("rate"), "{e}");
+        let e = TcConfig::parse("red limit 100000 avpkt 1000 adaptive").unwrap_err();
+        assert!(e.message.contains("adaptive"), "{e}");
+        assert!(TcConfig::parse("bogus limit 3").is_err());
+        assert!(TcConfig::parse("htb default 1\n1:10 htb rate 1mbit\nu32 match u16 1 0xffff at 33 flowid 1:10").is_err());
+    }
+
+    #[test]
+    fn orphans_are_errors() {
+        let c = TcConfig::parse("root sfq\nclass add parent 1: classid 1:1 htb rate 1mbit").unwrap();
+        assert!(c.build(1, "x").is_err());
+        let c = TcConfig::parse("root handle 1: htb\nqdisc add parent 1:5 handle 5: sfq").unwrap();
+        assert!(c.build(1, "x").is_err());
+        let c = TcConfig::parse("root handle 1: pfifo\nfilter add parent 1: u32 match ip protocol 6 0xff flowid 1:1").unwrap();
+        assert!(c.build(1, "x").is_err());
+    }
+
+    #[test]
+    fn defaults() {
+        let mut out = Vec::new();
+        TcConfig::parse("pfifo").unwrap().build(0, "a").unwrap().tree_stats(&mut out);
+        assert_eq!(out[0].xstats, vec![("limit", 1000)]);
+        out.clear();
+        TcConfig::parse("bfifo").unwrap().build(0, "a").unwrap().tree_stats(&mut out);
+        assert_eq!(out[0].xstats, vec![("limit", 1000 * 1514)]);
+        out.clear();
+        TcConfig::parse("root sfq perturb 10").unwrap().build(0, "a").unwrap().tree_stats(&mut out);
+        let x = &out[0].xstats;
+        assert!(x.contains(&("limit", 127)) && x.contains(&("flows", 128)) && x.contains(&("divisor", 1024)) && x.contains(&("quantum", 1514)), "{x:?}");
+        out.clear();
+        TcConfig::parse("sfq limit 20").unwrap().build(0, "a").unwrap().tree_stats(&mut out);
+        assert!(out[0].xstats.contains(&("flows", 20)), "limit < flows clamps flows like sfq_change()");
+    }
+
+    #[test]
+    fn htb_class_defaults() {
+        let c = TcConfig::parse(
+            "qdisc add root handle 1: htb default 1\n\
+             class add parent 1: classid 1:1 htb rate 100mbit\n\
+             class add parent 1: classid 1:10 htb rate 100kbit",
+        )
+        .unwrap();
+        let s = &c.classes[0].opts;
+        assert_eq!(s.mtu, 1600);
+        // quantum: 100mbit/8/10 = 1.25 MB -> 200000; 100kbit/8/10 = 1250
+        let q = c.build(0, "x").unwrap();
+        let mut cs = Vec::new();
+        q.class_stats(&mut cs);
+        assert_eq!(cs[0].classid, ClassId::new(1, 1));
+        // burst = 12.5e6/1e9 + 1600 = 1600 bytes -> 128 us at 100 Mbit/s
+        assert_eq!(cs[0].tokens, 128_000);
+        assert_eq!(cs[1].classid, ClassId::new(1, 0x10));
+        // 1600 B at 12500 B/s = 128 ms
+        assert_eq!(cs[1].tokens, 128_000_000);
+        let mut c2 = TcConfig::with_dev(DevParams { hz: 1000, ..Default::default() });
+        c2.add_script("htb default 1\n1:1 htb rate 100mbit").unwrap();
+        let mut cs = Vec::new();
+        c2.build(0, "x").unwrap().class_stats(&mut cs);
+        // HZ=1000: burst = 12500 + 1600 = 14100 B = 1.128 ms
+        assert_eq!(cs[0].tokens, 1_128_000);
+    }
+}
