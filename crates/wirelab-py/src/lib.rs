@@ -1,1 +1,59 @@
-//! placeholder
+//! `wirelab._wirelab`: the Python extension. Conversions and error mapping only; the
+//! public Python API lives in `python/wirelab/`.
+use pyo3::create_exception;
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use std::path::PathBuf;
+
+create_exception!(_wirelab, WirelabError, pyo3::exceptions::PyException, "Base class of wirelab errors.");
+create_exception!(_wirelab, ScenarioError, PyValueError, "A scenario file is invalid (message names file, line and key).");
+
+/// Runs a scenario file (or TOML text if `text` is given; `path` then names it in errors),
+/// writing outputs into `out`. Returns the path of `summary.json`.
+#[pyfunction]
+#[pyo3(signature = (path, out, seed=None, overrides=Vec::new(), text=None))]
+fn run(py: Python<'_>, path: PathBuf, out: PathBuf, seed: Option<u64>, overrides: Vec<String>, text: Option<String>) -> PyResult<String> {
+    let r = py.detach(move || {
+        let sc = match &text {
+            Some(t) => wirelab_scenario::Scenario::from_text(&path.display().to_string(), t, &overrides),
+            None => wirelab_scenario::Scenario::load(&path, &overrides),
+        }
+        .map_err(|e| (2, e.to_string()))?;
+        wirelab_cli::run_loaded(&sc, &out, seed, &mut |_, _| {}).map(|_| out.join("summary.json"))
+    });
+    match r {
+        Ok(p) => Ok(p.display().to_string()),
+        Err((2, m)) => Err(ScenarioError::new_err(m.trim_start_matches("error: ").to_string())),
+        Err((_, m)) => Err(PyOSError::new_err(m)),
+    }
+}
+
+/// Validates a scenario; raises `ScenarioError` if it is invalid.
+#[pyfunction]
+#[pyo3(signature = (path, overrides=Vec::new(), text=None))]
+fn validate(path: PathBuf, overrides: Vec<String>, text: Option<String>) -> PyResult<()> {
+    let sc = match &text {
+        Some(t) => wirelab_scenario::Scenario::from_text(&path.display().to_string(), t, &overrides),
+        None => wirelab_scenario::Scenario::load(&path, &overrides),
+    }
+    .map_err(|e| ScenarioError::new_err(e.to_string()))?;
+    sc.build(&wirelab_scenario::BuildOptions::default()).map_err(|e| ScenarioError::new_err(e.to_string()))?;
+    Ok(())
+}
+
+/// The Rust command line (`run`, `validate`, `bench`); returns the exit code.
+#[pyfunction]
+fn cli_main(py: Python<'_>, argv: Vec<String>) -> i32 {
+    py.detach(move || wirelab_cli::main_with_args(argv))
+}
+
+#[pymodule]
+fn _wirelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("WirelabError", m.py().get_type::<WirelabError>())?;
+    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -8,10 +8,13 @@
 //! Every table denies unknown keys; every error names file, line, column and key.
 #![warn(missing_docs)]
 
+mod build;
 mod error;
 mod overrides;
 mod schema;
+mod tc;
 
+pub use build::{capture_path, BuildOptions, Built, PROFILES};
 pub use error::{key_path_at, ScenarioError};
 pub use overrides::apply_overrides;
 pub use schema::*;

@@ -1,1 +1,22 @@
-//! placeholder
+//! The discrete-event simulator: wirelab's first driver for its sans-IO engines.
+//!
+//! * [`event`]: the `(time, sequence)`-ordered event heap that makes runs deterministic.
+//! * [`routing`]: longest-prefix-match static routes.
+//! * [`sim`]: nodes, interfaces, links (netem, from `wirelab-link`), egress qdiscs (from
+//!   `wirelab-qdisc`), forwarding and local delivery.
+//! * [`apps`]: traffic sources and sinks.
+//! * [`record`]: captures, the queue probe, time series and the run fingerprint.
+//! * [`results`]: the tables a run produces.
+#![warn(missing_docs)]
+
+pub mod apps;
+pub mod capture;
+pub mod event;
+pub mod record;
+pub mod results;
+pub mod routing;
+pub mod sim;
+
+pub use record::{CaptureDir, CaptureSink, MemoryCapture};
+pub use results::RunResults;
+pub use sim::{BuildError, Change, IfAddr, NodeId, Sim};

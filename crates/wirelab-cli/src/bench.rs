@@ -1,0 +1,118 @@
+//! `wirelab bench`: the dumbbell yardstick.
+//!
+//! N senders → router → bottleneck → router → N receivers; 1 Gbit/s, 1 ms access links,
+//! a 20 ms one-way bottleneck with a 100-packet pfifo. Until the TCP engine is wired in,
+//! each sender is a UDP CBR source at 1.2 × (bottleneck / N), so the bottleneck is
+//! overloaded by 20 % and its queue and drops are exercised.
+use serde::Serialize;
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant as WallInstant;
+use wirelab_core::{Duration, Instant};
+use wirelab_scenario::{BuildOptions, Scenario};
+
+/// One benchmark case's figures.
+#[derive(Serialize, Debug, Clone)]
+pub struct BenchRow {
+    /// Sender/receiver pairs.
+    pub flows: u32,
+    /// Bottleneck rate.
+    pub rate: String,
+    /// Simulated seconds.
+    pub sim_seconds: f64,
+    /// Wall seconds.
+    pub wall_seconds: f64,
+    /// Events processed.
+    pub events: u64,
+    /// Events per wall second.
+    pub events_per_s: f64,
+    /// Simulated seconds per wall second.
+    pub sim_per_wall: f64,
+    /// Packets delivered to receivers per wall second.
+    pub delivered_pkts_per_s: f64,
+    /// Peak resident memory (MiB) of the process so far.
+    pub peak_rss_mib: f64,
+}
+
+/// The dumbbell scenario text for `n` pairs.
+pub fn dumbbell_toml(n: u32, rate: &str, duration_s: f64) -> String {
+    let bps = wirelab_core::units::parse_rate(rate).unwrap_or(10_000_000);
+    let per = (bps as f64 * 1.2 / n as f64).max(1000.0);
+    let mut s = format!("[scenario]\nname = \"bench-dumbbell-{n}\"\nduration = \"{duration_s}s\"\nseed = 1\n\n[measure]\nsample_interval = \"1s\"\n\n");
+    s += "[[node]]\nname = \"r1\"\nkind = \"router\"\n\n[[node]]\nname = \"r2\"\nkind = \"router\"\n\n";
+    for i in 0..n {
+        s += &format!("[[node]]\nname = \"s{i}\"\n\n[[node]]\nname = \"d{i}\"\n\n");
+    }
+    s += &format!("[[link]]\nname = \"bottleneck\"\na = {{ node = \"r1\", qdisc = \"pfifo limit 100\" }}\nb = {{ node = \"r2\" }}\nnetem = \"rate {rate} delay 20ms\"\n\n");
+    for i in 0..n {
+        s += &format!("[[link]]\na = {{ node = \"s{i}\" }}\nb = {{ node = \"r1\" }}\nnetem = \"rate 1gbit delay 1ms\"\n\n");
+        s += &format!("[[link]]\na = {{ node = \"r2\" }}\nb = {{ node = \"d{i}\" }}\nnetem = \"rate 1gbit delay 1ms\"\n\n");
+    }
+    for i in 0..n {
+        s += &format!("[[app]]\nkind = \"udp-cbr\"\nnode = \"s{i}\"\ndst = \"d{i}:5000\"\nrate = \"{}bit\"\nsize = 1472\nstart = \"{}us\"\n\n", per.round() as u64, (i as u64 * 997) % 10_000);
+        s += &format!("[[app]]\nkind = \"udp-sink\"\nnode = \"d{i}\"\nport = 5000\n\n");
+    }
+    s
+}
+
+/// Peak RSS of this process in MiB (Linux `VmHWM`), 0 elsewhere.
+pub fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<f64>().ok()))
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+/// Runs one case.
+pub fn bench_case(n: u32, rate: &str, duration_s: f64) -> Result<BenchRow, String> {
+    let text = dumbbell_toml(n, rate, duration_s);
+    let sc = Scenario::from_text("<bench>", &text, &[]).map_err(|e| e.to_string())?;
+    let built = sc.build(&BuildOptions::default()).map_err(|e| e.to_string())?;
+    let mut sim = built.sim;
+    let wall = WallInstant::now();
+    sim.run(Instant::ZERO + built.duration, Duration::ZERO, &mut |_| {});
+    let w = wall.elapsed().as_secs_f64().max(1e-9);
+    let r = sim.finish().map_err(|e| e.to_string())?;
+    let delivered: u64 = r.flows.iter().map(|f| f.rx_packets).sum();
+    Ok(BenchRow {
+        flows: n,
+        rate: rate.to_string(),
+        sim_seconds: r.sim_seconds,
+        wall_seconds: w,
+        events: r.events,
+        events_per_s: r.events as f64 / w,
+        sim_per_wall: r.sim_seconds / w,
+        delivered_pkts_per_s: delivered as f64 / w,
+        peak_rss_mib: peak_rss_mib(),
+    })
+}
+
+pub(crate) fn bench(flows: &[u32], rate: &str, duration_s: f64, json: Option<&Path>) -> i32 {
+    if wirelab_core::units::parse_rate(rate).is_err() {
+        eprintln!("error: --rate `{rate}` is not a rate like 10mbit");
+        return 2;
+    }
+    let mut rows = Vec::new();
+    println!("{:>6} {:>8} {:>8} {:>9} {:>12} {:>10} {:>14} {:>9}", "flows", "rate", "sim s", "wall s", "events/s", "sim/wall", "deliv pkts/s", "peak MiB");
+    for &n in flows {
+        match bench_case(n.max(1), rate, duration_s) {
+            Ok(r) => {
+                println!("{:>6} {:>8} {:>8.1} {:>9.3} {:>12.0} {:>10.2} {:>14.0} {:>9.1}", r.flows, r.rate, r.sim_seconds, r.wall_seconds, r.events_per_s, r.sim_per_wall, r.delivered_pkts_per_s, r.peak_rss_mib);
+                let _ = std::io::stdout().flush();
+                rows.push(r);
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 1;
+            }
+        }
+    }
+    if let Some(p) = json {
+        if let Err(e) = std::fs::write(p, serde_json::to_string_pretty(&rows).unwrap_or_default()) {
+            eprintln!("error: cannot write {}: {e}", p.display());
+            return 1;
+        }
+    }
+    0
+}

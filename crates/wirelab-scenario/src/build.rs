@@ -1,0 +1,276 @@
+//! Turns a validated [`Scenario`] into a runnable [`Sim`].
+use crate::schema::{Cidr, EndpointHost, EndpointSpec, S};
+use crate::{Scenario, ScenarioError};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+use wirelab_core::{Duration, Instant};
+use wirelab_link::NetemSpec;
+use wirelab_sim::apps::{App, AppKind, UdpCbr, UdpSink};
+use wirelab_sim::capture::CaptureFormat;
+use wirelab_sim::{Change, IfAddr, Sim};
+
+/// Stack profiles this version knows (the TCP and SCTP engines define their constants).
+pub const PROFILES: &[&str] = &["linux-6", "linux-4.6", "linux-3.14", "linux-2.6.37", "linux-2.2", "freebsd-4.10"];
+
+/// How to build.
+#[derive(Debug, Clone, Default)]
+pub struct BuildOptions {
+    /// Overrides `scenario.seed`.
+    pub seed: Option<u64>,
+    /// Where captures go; `None` disables file captures.
+    pub out_dir: Option<PathBuf>,
+}
+
+/// A built simulation and what is needed to run it.
+pub struct Built {
+    /// The simulation.
+    pub sim: Sim,
+    /// How long to run.
+    pub duration: Duration,
+    /// The seed in use.
+    pub seed: u64,
+    /// Capture files written.
+    pub captures: Vec<PathBuf>,
+}
+
+fn span(s: &S) -> core::ops::Range<usize> {
+    s.span()
+}
+
+impl Scenario {
+    fn netem(&self, s: Option<&S>) -> Result<NetemSpec, ScenarioError> {
+        match s {
+            None => NetemSpec::parse("").map_err(|e| ScenarioError { file: self.file.clone(), line: 0, col: 0, key: String::new(), message: e.to_string() }),
+            Some(s) => NetemSpec::parse(s.get_ref()).map_err(|e| self.error_at(span(s), format!("netem: {e}"))),
+        }
+    }
+
+    fn qdisc(&self, ep: &EndpointSpec, seed: u64, name: &str) -> Result<Box<dyn wirelab_qdisc::Qdisc>, ScenarioError> {
+        if let Some(q) = &ep.qdisc {
+            return crate::tc::build_short(q.get_ref(), seed, name).map_err(|e| self.error_at(span(q), format!("qdisc: {e}")));
+        }
+        if !ep.tc.is_empty() {
+            let lines: Vec<&str> = ep.tc.iter().map(|s| s.get_ref().as_str()).collect();
+            return crate::tc::build_lines(&lines, seed, name).map_err(|(i, e)| self.error_at(span(&ep.tc[i.min(ep.tc.len() - 1)]), format!("tc: {e}")));
+        }
+        crate::tc::build_short("pfifo_fast", seed, name).map_err(|e| ScenarioError { file: self.file.clone(), line: 0, col: 0, key: String::new(), message: e })
+    }
+
+    /// Builds the simulation.
+    pub fn build(&self, opts: &BuildOptions) -> Result<Built, ScenarioError> {
+        let d = &self.doc;
+        let seed = opts.seed.or(d.scenario.seed).unwrap_or(1);
+        let duration = self.duration()?;
+        let mut sim = Sim::new(seed);
+        if let Some(si) = &d.measure.sample_interval {
+            sim.set_sample_interval(self.time(si)?);
+        }
+        for p in d.scenario.profile.iter().chain(d.nodes.iter().filter_map(|n| n.profile.as_ref())) {
+            if !PROFILES.contains(&p.get_ref().as_str()) {
+                return Err(self.error_at(span(p), format!("unknown profile `{}`; expected one of {}", p.get_ref(), PROFILES.join(", "))));
+            }
+        }
+        for n in &d.nodes {
+            let router = n.kind.as_ref().is_some_and(|k| k.get_ref() == "router");
+            for (k, v) in &n.sysctl {
+                match k.as_str() {
+                    "net.ipv4.ip_forward" => {}
+                    _ => return Err(self.error_at(v.span(), format!("sysctl `{k}` is not supported by this version (transport sysctls arrive with the TCP and SCTP engines)"))),
+                }
+            }
+            let fwd = n.sysctl.get("net.ipv4.ip_forward").map(|v| matches!(v.get_ref(), toml::Value::Integer(1)) || v.get_ref().as_str() == Some("1"));
+            sim.add_node(n.name.get_ref(), fwd.unwrap_or(router));
+        }
+        // links
+        let mut iface_count = vec![0u32; d.nodes.len()];
+        for (li, l) in d.links.iter().enumerate() {
+            let name = self.link_name(li);
+            let shared = self.netem(l.netem.as_ref())?;
+            let mut ends = Vec::new();
+            for (k, ep) in [&l.a, &l.b].into_iter().enumerate() {
+                let n = self.node_index(&ep.node)?;
+                let iname = match &ep.iface {
+                    Some(i) => i.get_ref().clone(),
+                    None => format!("eth{}", iface_count[n]),
+                };
+                iface_count[n] += 1;
+                let addr = match &ep.addr {
+                    Some(a) => {
+                        let c = self.cidr(a)?;
+                        IfAddr { addr: c.addr, prefix: c.prefix }
+                    }
+                    None => IfAddr { addr: Ipv4Addr::new(10, 128 + (li / 256) as u8, (li % 256) as u8, 1 + k as u8), prefix: 24 },
+                };
+                let spec = match &ep.netem {
+                    Some(s) => self.netem(Some(s))?,
+                    None => shared.clone(),
+                };
+                let q = self.qdisc(ep, seed, &format!("{}:{}", ep.node.get_ref(), iname))?;
+                ends.push((n as u32, iname, addr, q, spec));
+            }
+            let b = ends.pop().unwrap();
+            let a = ends.pop().unwrap();
+            if a.2.network() == b.2.network() && a.2.prefix == b.2.prefix {
+                if a.2.addr == b.2.addr {
+                    return Err(self.error_at(l.b.addr.as_ref().map(span).unwrap_or(span(&l.b.node)), "both ends of a link have the same address"));
+                }
+            } else {
+                return Err(self.error_at(l.b.addr.as_ref().map(span).unwrap_or(span(&l.b.node)), format!("the ends of link `{name}` are on different subnets ({}/{} and {}/{})", a.2.addr, a.2.prefix, b.2.addr, b.2.prefix)));
+            }
+            sim.add_link(&name, (a.0, &a.1, a.2, a.3, a.4), (b.0, &b.1, b.2, b.3, b.4), l.l2_overhead.unwrap_or(14))
+                .map_err(|e| self.error_at(span(&l.a.node), e.0))?;
+        }
+        // routes
+        for r in &d.routes {
+            let n = self.node_index(&r.node)? as u32;
+            let (net, len) = if r.dst.get_ref() == "default" {
+                (Ipv4Addr::UNSPECIFIED, 0)
+            } else {
+                let c = self.cidr(&r.dst)?;
+                (c.addr, c.prefix)
+            };
+            let via: Option<Ipv4Addr> = r.via.as_ref().map(|v| v.get_ref().parse().unwrap_or(Ipv4Addr::UNSPECIFIED));
+            let iface = match (&r.dev, via) {
+                (Some(dev), _) => sim.iface_id(n, dev.get_ref()).ok_or_else(|| {
+                    self.error_at(span(dev), format!("node `{}` has no interface `{}` (it has: {})", r.node.get_ref(), dev.get_ref(), sim.iface_names(n).join(", ")))
+                })?,
+                (None, Some(v)) => sim.iface_towards(n, v).ok_or_else(|| {
+                    self.error_at(span(r.via.as_ref().unwrap()), format!("next hop {v} is not on any subnet of node `{}`", r.node.get_ref()))
+                })?,
+                (None, None) => unreachable!("validated"),
+            };
+            sim.add_route(n, net, len, iface, via);
+        }
+        if d.scenario.auto_routes.unwrap_or(true) {
+            sim.auto_routes();
+        }
+        // apps
+        let end = Instant::ZERO + duration;
+        for (ai, a) in d.apps.iter().enumerate() {
+            let node = self.node_index(&a.node)? as u32;
+            let name = a.name.as_ref().map(|n| n.get_ref().clone()).unwrap_or_else(|| format!("{}#{ai}", a.kind.get_ref()));
+            let start = Instant::ZERO + a.start.as_ref().map(|s| self.time(s)).transpose()?.unwrap_or(Duration::ZERO);
+            let stop = a.stop.as_ref().map(|s| self.time(s)).transpose()?.map(|d| Instant::ZERO + d).unwrap_or(end);
+            let kind = match a.kind.get_ref().as_str() {
+                "udp-cbr" => {
+                    let dst_s = a.dst.as_ref().ok_or_else(|| self.error_at(span(&a.kind), "app `udp-cbr` needs `dst` (ADDR:PORT or NODE:PORT)"))?;
+                    let dst = self.resolve(&sim, dst_s)?;
+                    let size = a.size.as_ref().map(|s| *s.get_ref()).unwrap_or(1472);
+                    if !(16..=65507).contains(&size) {
+                        return Err(self.error_at(a.size.as_ref().unwrap().span(), "size must be 16..=65507 bytes (16 carry sequence number and send time)"));
+                    }
+                    let interval = match (&a.rate, &a.interval) {
+                        (Some(r), None) => {
+                            let bps = self.rate(r)?;
+                            if bps == 0 {
+                                return Err(self.error_at(span(r), "rate must be positive"));
+                            }
+                            Sim::cbr_interval(size, bps)
+                        }
+                        (None, Some(i)) => self.time(i)?,
+                        (Some(r), Some(_)) => return Err(self.error_at(span(r), "give `rate` or `interval`, not both")),
+                        (None, None) => return Err(self.error_at(span(&a.kind), "app `udp-cbr` needs `rate` or `interval`")),
+                    };
+                    if interval == Duration::ZERO {
+                        return Err(self.error_at(span(&a.kind), "the datagram interval is zero"));
+                    }
+                    AppKind::UdpCbr(UdpCbr {
+                        dst,
+                        src_port: a.port.as_ref().map(|p| *p.get_ref()).unwrap_or(40000 + ai as u16),
+                        payload: size,
+                        interval,
+                        start,
+                        stop,
+                        count: a.count.as_ref().map(|c| *c.get_ref()),
+                        sent_pkts: 0,
+                        sent_bytes: 0,
+                        unroutable: 0,
+                    })
+                }
+                "udp-sink" => {
+                    let port = a.port.as_ref().ok_or_else(|| self.error_at(span(&a.kind), "app `udp-sink` needs `port`"))?;
+                    AppKind::UdpSink(UdpSink { port: *port.get_ref(), ..Default::default() })
+                }
+                _ => unreachable!("validated"),
+            };
+            sim.add_app(App { name, node, kind }).map_err(|e| self.error_at(span(&a.node), e.0))?;
+        }
+        // events
+        for e in &d.events {
+            let at = Instant::ZERO + self.time(&e.at)?;
+            let dirs = sim.link_dirs(e.link.get_ref());
+            let which: Vec<u32> = match e.direction.as_ref().map(|s| s.get_ref().as_str()).unwrap_or("both") {
+                "ab" => vec![dirs[0]],
+                "ba" => vec![dirs[1]],
+                _ => dirs.clone(),
+            };
+            for dir in which {
+                let c = match e.action.get_ref().as_str() {
+                    "down" => Change::SetUp { dir, up: false },
+                    "up" => Change::SetUp { dir, up: true },
+                    _ => Change::SetSpec { dir, spec: self.netem(e.netem.as_ref())? },
+                };
+                sim.schedule(at, c);
+            }
+        }
+        // measurement
+        let mut captures = Vec::new();
+        let format = match d.measure.capture_format.as_ref().map(|s| s.get_ref().as_str()) {
+            Some("pcapng") => CaptureFormat::Pcapng,
+            _ => CaptureFormat::Pcap,
+        };
+        for c in &d.measure.capture {
+            for (n, i) in self.ifaces_of(&sim, c)? {
+                if let Some(dir) = &opts.out_dir {
+                    let ext = if format == CaptureFormat::Pcapng { "pcapng" } else { "pcap" };
+                    let path = capture_path(dir, sim.node_name(n), &sim.iface_names(n)[i as usize], ext);
+                    if let Some(parent) = path.parent() {
+                        std::fs::create_dir_all(parent).map_err(|e| self.error_at(span(c), format!("cannot create {}: {e}", parent.display())))?;
+                    }
+                    sim.capture_file(n, i, &path, format).map_err(|e| self.error_at(span(c), format!("cannot create {}: {e}", path.display())))?;
+                    captures.push(path);
+                }
+            }
+        }
+        for c in &d.measure.queue_probe {
+            for (n, i) in self.ifaces_of(&sim, c)? {
+                sim.probe_queue(n, i);
+            }
+        }
+        Ok(Built { sim, duration, seed, captures })
+    }
+
+    fn ifaces_of(&self, sim: &Sim, c: &S) -> Result<Vec<(u32, u32)>, ScenarioError> {
+        let (node, iface) = match c.get_ref().split_once(':') {
+            Some((n, i)) => (n, Some(i)),
+            None => (c.get_ref().as_str(), None),
+        };
+        let n = sim.node_id(node).ok_or_else(|| self.error_at(span(c), format!("no node named `{node}`")))?;
+        match iface {
+            None => Ok((0..sim.iface_names(n).len() as u32).map(|i| (n, i)).collect()),
+            Some(i) => {
+                let idx = sim.iface_id(n, i).ok_or_else(|| self.error_at(span(c), format!("node `{node}` has no interface `{i}` (it has: {})", sim.iface_names(n).join(", "))))?;
+                Ok(vec![(n, idx)])
+            }
+        }
+    }
+
+    fn resolve(&self, sim: &Sim, s: &S) -> Result<SocketAddrV4, ScenarioError> {
+        let (h, port) = self.endpoint_addr(s)?;
+        let addr = match h {
+            EndpointHost::Addr(a) => a,
+            EndpointHost::Node(i) => sim
+                .primary_addr(i as u32)
+                .ok_or_else(|| self.error_at(span(s), format!("node `{}` has no interfaces", self.doc.nodes[i].name.get_ref())))?,
+        };
+        Ok(SocketAddrV4::new(addr, port))
+    }
+}
+
+/// `DIR/pcap/NODE-IFACE.EXT`.
+pub fn capture_path(dir: &Path, node: &str, iface: &str, ext: &str) -> PathBuf {
+    dir.join("pcap").join(format!("{node}-{iface}.{ext}"))
+}
+
+#[allow(dead_code)]
+fn _cidr_unused(_: Cidr) {}

@@ -1,0 +1,179 @@
+//! What a run produces, as plain tables (serialised by the CLI and Python layers).
+use crate::apps::FlowSummary;
+use crate::record::{FlowSample, ProbeRecord, QueueSample};
+use crate::sim::{NodeCounters, Sim};
+use serde::Serialize;
+
+/// Totals of one egress queue.
+#[derive(Clone, Debug, Serialize)]
+pub struct QueueSummary {
+    /// `node:iface`.
+    pub dev: String,
+    /// Root qdisc kind.
+    pub kind: String,
+    /// Packets sent.
+    pub sent_packets: u64,
+    /// Bytes sent (link header included).
+    pub sent_bytes: u64,
+    /// Packets dropped.
+    pub drops: u64,
+    /// Overlimits.
+    pub overlimits: u64,
+    /// Packets still queued at the end.
+    pub qlen: u64,
+    /// Bytes still queued at the end.
+    pub backlog_bytes: u64,
+    /// Per-class counters (`tc -s class show`), empty for classless roots.
+    pub classes: Vec<ClassSummary>,
+}
+
+/// One class's counters.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClassSummary {
+    /// `major:minor`.
+    pub classid: String,
+    /// Packets sent.
+    pub packets: u64,
+    /// Bytes sent.
+    pub bytes: u64,
+    /// Drops.
+    pub drops: u64,
+    /// Packets queued at the end.
+    pub qlen: u64,
+}
+
+/// Totals of one link direction.
+#[derive(Clone, Debug, Serialize)]
+pub struct LinkSummary {
+    /// `link:a->b`.
+    pub name: String,
+    /// netem spec in tc form.
+    pub netem: String,
+    /// Packets put on the wire.
+    pub tx_packets: u64,
+    /// Bytes put on the wire (frames).
+    pub tx_bytes: u64,
+    /// Packets delivered to the far end.
+    pub delivered: u64,
+    /// Lost to random/correlated loss.
+    pub lost_random: u64,
+    /// Lost to the state/Gilbert–Elliott models.
+    pub lost_model: u64,
+    /// Lost because the link was down.
+    pub dropped_down: u64,
+    /// Duplicated.
+    pub duplicated: u64,
+    /// Corrupted.
+    pub corrupted: u64,
+    /// Sent out of order by `reorder`.
+    pub reordered: u64,
+}
+
+/// Node counters with the node name.
+#[derive(Clone, Debug, Serialize)]
+pub struct NodeSummary {
+    /// Node name.
+    pub node: String,
+    /// Counters.
+    #[serde(flatten)]
+    pub counters: NodeCounters,
+}
+
+/// Everything a run produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunResults {
+    /// Seed.
+    pub seed: u64,
+    /// Simulated seconds.
+    pub sim_seconds: f64,
+    /// Events processed.
+    pub events: u64,
+    /// Packets created.
+    pub packets: u64,
+    /// Hash of every delivery and drop.
+    pub fingerprint: String,
+    /// Per-application totals.
+    pub flows: Vec<FlowSummary>,
+    /// Per-queue totals.
+    pub queues: Vec<QueueSummary>,
+    /// Per-link-direction totals.
+    pub links: Vec<LinkSummary>,
+    /// Per-node counters.
+    pub nodes: Vec<NodeSummary>,
+    /// Per-app time series.
+    #[serde(skip)]
+    pub flow_series: Vec<FlowSample>,
+    /// Per-queue time series.
+    #[serde(skip)]
+    pub queue_series: Vec<QueueSample>,
+    /// Queue probe rows.
+    #[serde(skip)]
+    pub probe: Vec<ProbeRecord>,
+}
+
+impl Sim {
+    /// Flushes captures and gathers the results (leaves the recorded tables empty).
+    pub fn finish(&mut self) -> std::io::Result<RunResults> {
+        for c in &mut self.rec.captures {
+            c.finish()?;
+        }
+        let flows = self.apps.iter().map(|a| a.summary(&self.nodes[a.node as usize].name)).collect();
+        let mut queues = Vec::new();
+        for n in &self.nodes {
+            for f in &n.ifaces {
+                let st = f.qdisc.stats();
+                let mut cls = Vec::new();
+                f.qdisc.class_stats(&mut cls);
+                queues.push(QueueSummary {
+                    dev: f.dev.clone(),
+                    kind: st.kind.to_string(),
+                    sent_packets: st.packets,
+                    sent_bytes: st.bytes,
+                    drops: st.drops,
+                    overlimits: st.overlimits,
+                    qlen: st.qlen,
+                    backlog_bytes: st.backlog_bytes,
+                    classes: cls
+                        .iter()
+                        .map(|c| ClassSummary { classid: c.classid.to_string(), packets: c.packets, bytes: c.bytes, drops: c.drops, qlen: c.qlen })
+                        .collect(),
+                });
+            }
+        }
+        let links = self
+            .dirs
+            .iter()
+            .map(|d| {
+                let s = d.link.stats();
+                LinkSummary {
+                    name: d.name.clone(),
+                    netem: d.link.spec().to_string(),
+                    tx_packets: s.tx_packets,
+                    tx_bytes: s.tx_bytes,
+                    delivered: s.delivered,
+                    lost_random: s.lost_random,
+                    lost_model: s.lost_model,
+                    dropped_down: s.dropped_down,
+                    duplicated: s.duplicated,
+                    corrupted: s.corrupted,
+                    reordered: s.reordered,
+                }
+            })
+            .collect();
+        let nodes = self.nodes.iter().map(|n| NodeSummary { node: n.name.clone(), counters: n.counters }).collect();
+        Ok(RunResults {
+            seed: self.seed,
+            sim_seconds: self.now.as_secs_f64(),
+            events: self.counters.events,
+            packets: self.counters.packets,
+            fingerprint: format!("{:016x}", self.rec.fingerprint()),
+            flows,
+            queues,
+            links,
+            nodes,
+            flow_series: std::mem::take(&mut self.rec.flow_series),
+            queue_series: std::mem::take(&mut self.rec.queue_series),
+            probe: std::mem::take(&mut self.rec.probe),
+        })
+    }
+}

@@ -1,0 +1,90 @@
+//! Static IPv4 routes with longest-prefix match.
+//!
+//! One hash map per prefix length present, probed from the longest length down: a lookup
+//! costs at most the number of *distinct* prefix lengths (a handful), however many routes
+//! or interfaces a router has. Lookups never iterate a map, so hash order cannot leak
+//! into results.
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+
+/// Where a matching packet goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NextHop {
+    /// Node-local interface index.
+    pub iface: u32,
+    /// Gateway, if not directly connected (informational: links are point-to-point).
+    pub via: Option<Ipv4Addr>,
+}
+
+/// A routing table.
+#[derive(Default, Clone, Debug)]
+pub struct RouteTable {
+    // (prefix length, network -> next hop), sorted by length descending
+    by_len: Vec<(u8, HashMap<u32, NextHop>)>,
+}
+
+fn mask(len: u8) -> u32 {
+    if len == 0 {
+        0
+    } else {
+        u32::MAX << (32 - len)
+    }
+}
+
+impl RouteTable {
+    /// Adds (or replaces) a route; returns true if it replaced an existing one.
+    pub fn add(&mut self, net: Ipv4Addr, len: u8, hop: NextHop) -> bool {
+        let key = u32::from(net) & mask(len);
+        let pos = match self.by_len.iter().position(|(l, _)| *l == len) {
+            Some(p) => p,
+            None => {
+                self.by_len.push((len, HashMap::new()));
+                self.by_len.sort_by(|a, b| b.0.cmp(&a.0));
+                self.by_len.iter().position(|(l, _)| *l == len).unwrap()
+            }
+        };
+        self.by_len[pos].1.insert(key, hop).is_some()
+    }
+    /// True if a route for exactly this prefix exists.
+    pub fn has(&self, net: Ipv4Addr, len: u8) -> bool {
+        let key = u32::from(net) & mask(len);
+        self.by_len.iter().any(|(l, m)| *l == len && m.contains_key(&key))
+    }
+    /// Longest-prefix match.
+    #[inline]
+    pub fn lookup(&self, dst: Ipv4Addr) -> Option<NextHop> {
+        let d = u32::from(dst);
+        for (len, m) in &self.by_len {
+            if let Some(h) = m.get(&(d & mask(*len))) {
+                return Some(*h);
+            }
+        }
+        None
+    }
+    /// Number of routes.
+    pub fn len(&self) -> usize {
+        self.by_len.iter().map(|(_, m)| m.len()).sum()
+    }
+    /// True if empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    #[test]
+    fn longest_prefix_wins() {
+        let mut t = RouteTable::default();
+        t.add(Ipv4Addr::new(0, 0, 0, 0), 0, NextHop { iface: 0, via: None });
+        t.add(Ipv4Addr::new(10, 0, 0, 0), 8, NextHop { iface: 1, via: None });
+        t.add(Ipv4Addr::new(10, 1, 2, 0), 24, NextHop { iface: 2, via: None });
+        assert_eq!(t.lookup(Ipv4Addr::new(10, 1, 2, 9)).unwrap().iface, 2);
+        assert_eq!(t.lookup(Ipv4Addr::new(10, 1, 3, 9)).unwrap().iface, 1);
+        assert_eq!(t.lookup(Ipv4Addr::new(192, 168, 0, 1)).unwrap().iface, 0);
+        let mut e = RouteTable::default();
+        e.add(Ipv4Addr::new(10, 0, 0, 0), 8, NextHop { iface: 1, via: None });
+        assert!(e.lookup(Ipv4Addr::new(11, 0, 0, 1)).is_none());
+    }
+}

@@ -1,0 +1,705 @@
+//! The simulation: nodes, interfaces, links and applications driven by one event queue.
+//!
+//! Per link direction the path of a packet is: the sending interface's root qdisc → the
+//! link transmitter (serialisation at `rate`) → netem impairments and propagation → the
+//! receiving interface. The transmitter pulls from the qdisc whenever it is idle, like a
+//! NIC draining `dev_queue_xmit`'s queue. Only `Link`, `App`, `Stack`, `Change` and
+//! `Sample` entries live in the event heap; packets in flight stay inside their link.
+use crate::apps::{write_probe_header, App, AppKind, UDP_IP_OVERHEAD};
+use crate::event::{Event, EventQueue};
+use crate::record::{CaptureDir, CaptureSink, ProbeEvent, ProbeRecord, Recorder};
+use crate::routing::{NextHop, RouteTable};
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use wirelab_core::{Duration, Instant, Pkt, Rng};
+use wirelab_link::{LinkDirection, NetemSpec};
+use wirelab_qdisc::Qdisc;
+use wirelab_wire::ipv4::{Ipv4Packet, Ipv4Repr};
+use wirelab_wire::udp::{UdpPacket, UdpRepr};
+
+/// Index of a node.
+pub type NodeId = u32;
+
+/// An interface address with prefix length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IfAddr {
+    /// Address.
+    pub addr: Ipv4Addr,
+    /// Prefix length.
+    pub prefix: u8,
+}
+
+impl IfAddr {
+    fn mask(&self) -> u32 {
+        if self.prefix == 0 {
+            0
+        } else {
+            u32::MAX << (32 - self.prefix)
+        }
+    }
+    /// Network address.
+    pub fn network(&self) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(self.addr) & self.mask())
+    }
+    /// True if `a` is on this subnet.
+    pub fn contains(&self, a: Ipv4Addr) -> bool {
+        u32::from(a) & self.mask() == u32::from(self.addr) & self.mask()
+    }
+}
+
+pub(crate) struct Iface {
+    pub name: String,
+    pub addr: IfAddr,
+    pub out: u32,
+    pub qdisc: Box<dyn Qdisc>,
+    pub capture: Option<u32>,
+    pub probe: bool,
+    pub dev: String,
+}
+
+/// Node-level drop and delivery counters.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct NodeCounters {
+    /// Packets delivered to a local protocol.
+    pub delivered: u64,
+    /// Packets forwarded (routers).
+    pub forwarded: u64,
+    /// No route to the destination.
+    pub no_route: u64,
+    /// TTL expired while forwarding.
+    pub ttl_expired: u64,
+    /// Not for this host and forwarding is off.
+    pub not_local: u64,
+    /// No socket on the destination port/protocol.
+    pub no_socket: u64,
+    /// Header or checksum errors (e.g. netem `corrupt`).
+    pub bad_packets: u64,
+}
+
+pub(crate) struct Node {
+    pub name: String,
+    pub router: bool,
+    pub ifaces: Vec<Iface>,
+    pub routes: RouteTable,
+    pub ip_ident: u16,
+    pub udp_ports: HashMap<u16, u32>,
+    pub counters: NodeCounters,
+}
+
+pub(crate) struct LinkDir {
+    pub name: String,
+    pub link: LinkDirection,
+    pub from: (NodeId, u32),
+    pub to: (NodeId, u32),
+    pub scheduled: Option<Instant>,
+    pub l2_len: u16,
+}
+
+/// A scheduled topology change.
+#[derive(Clone, Debug)]
+pub enum Change {
+    /// Link direction down/up.
+    SetUp {
+        /// Link direction index.
+        dir: u32,
+        /// New state.
+        up: bool,
+    },
+    /// New netem spec for a direction.
+    SetSpec {
+        /// Link direction index.
+        dir: u32,
+        /// The spec.
+        spec: NetemSpec,
+    },
+}
+
+/// Run-level counters.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunCounters {
+    /// Events processed.
+    pub events: u64,
+    /// Packets created.
+    pub packets: u64,
+}
+
+/// The simulator.
+pub struct Sim {
+    pub(crate) now: Instant,
+    pub(crate) seed: u64,
+    pub(crate) events: EventQueue,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) dirs: Vec<LinkDir>,
+    pub(crate) apps: Vec<App>,
+    pub(crate) app_timers: Vec<Option<Instant>>,
+    pub(crate) changes: Vec<(Instant, Change)>,
+    pub(crate) next_pkt_id: u64,
+    pub(crate) drops: Vec<Pkt>,
+    pub(crate) rec: Recorder,
+    pub(crate) counters: RunCounters,
+    pub(crate) sample_interval: Duration,
+    pub(crate) started: bool,
+}
+
+/// Errors from building a simulation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildError(pub String);
+
+impl core::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for BuildError {}
+
+impl Sim {
+    /// An empty simulation with run seed `seed`.
+    pub fn new(seed: u64) -> Sim {
+        Sim {
+            now: Instant::ZERO,
+            seed,
+            events: EventQueue::default(),
+            nodes: Vec::new(),
+            dirs: Vec::new(),
+            apps: Vec::new(),
+            app_timers: Vec::new(),
+            changes: Vec::new(),
+            next_pkt_id: 0,
+            drops: Vec::new(),
+            rec: Recorder::default(),
+            counters: RunCounters::default(),
+            sample_interval: Duration::from_millis(100),
+            started: false,
+        }
+    }
+
+    /// The run seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+    /// Current simulated time.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+    /// Sets the time-series sampling interval.
+    pub fn set_sample_interval(&mut self, d: Duration) {
+        self.sample_interval = d;
+    }
+
+    /// Adds a node; routers forward, hosts do not (`net.ipv4.ip_forward`).
+    pub fn add_node(&mut self, name: &str, router: bool) -> NodeId {
+        self.nodes.push(Node {
+            name: name.to_string(),
+            router,
+            ifaces: Vec::new(),
+            routes: RouteTable::default(),
+            ip_ident: 0,
+            udp_ports: HashMap::new(),
+            counters: NodeCounters::default(),
+        });
+        (self.nodes.len() - 1) as NodeId
+    }
+
+    /// Node index by name.
+    pub fn node_id(&self, name: &str) -> Option<NodeId> {
+        self.nodes.iter().position(|n| n.name == name).map(|i| i as NodeId)
+    }
+    /// Node name.
+    pub fn node_name(&self, n: NodeId) -> &str {
+        &self.nodes[n as usize].name
+    }
+    /// Interface names of a node.
+    pub fn iface_names(&self, n: NodeId) -> Vec<String> {
+        self.nodes[n as usize].ifaces.iter().map(|i| i.name.clone()).collect()
+    }
+    /// Interface index by name.
+    pub fn iface_id(&self, n: NodeId, name: &str) -> Option<u32> {
+        self.nodes[n as usize].ifaces.iter().position(|i| i.name == name).map(|i| i as u32)
+    }
+    /// Address of interface `i` of node `n`.
+    pub fn iface_addr(&self, n: NodeId, i: u32) -> IfAddr {
+        self.nodes[n as usize].ifaces[i as usize].addr
+    }
+    /// First interface address of a node.
+    pub fn primary_addr(&self, n: NodeId) -> Option<Ipv4Addr> {
+        self.nodes[n as usize].ifaces.first().map(|i| i.addr.addr)
+    }
+
+    /// Joins two nodes with a point-to-point link. `qdisc_a` is the root qdisc of a's
+    /// egress, `spec_ab` the a→b direction. Returns the indices of the two directions.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_link(
+        &mut self,
+        name: &str,
+        a: (NodeId, &str, IfAddr, Box<dyn Qdisc>, NetemSpec),
+        b: (NodeId, &str, IfAddr, Box<dyn Qdisc>, NetemSpec),
+        l2_len: u16,
+    ) -> Result<(u32, u32), BuildError> {
+        let dab = self.dirs.len() as u32;
+        let dba = dab + 1;
+        let ia = self.nodes[a.0 as usize].ifaces.len() as u32;
+        let ib = self.nodes[b.0 as usize].ifaces.len() as u32;
+        for (n, nm) in [(a.0, a.1), (b.0, b.1)] {
+            if self.nodes[n as usize].ifaces.iter().any(|i| i.name == nm) {
+                return Err(BuildError(format!("node `{}` already has an interface `{nm}`", self.nodes[n as usize].name)));
+            }
+        }
+        let seed = self.seed;
+        let an = self.nodes[a.0 as usize].name.clone();
+        let bn = self.nodes[b.0 as usize].name.clone();
+        self.dirs.push(LinkDir {
+            name: format!("{name}:{an}->{bn}"),
+            link: LinkDirection::new(a.4, Rng::stream(seed, &format!("link/{name}/ab"))),
+            from: (a.0, ia),
+            to: (b.0, ib),
+            scheduled: None,
+            l2_len,
+        });
+        self.dirs.push(LinkDir {
+            name: format!("{name}:{bn}->{an}"),
+            link: LinkDirection::new(b.4, Rng::stream(seed, &format!("link/{name}/ba"))),
+            from: (b.0, ib),
+            to: (a.0, ia),
+            scheduled: None,
+            l2_len,
+        });
+        for (n, nm, addr, q, out) in [(a.0, a.1, a.2, a.3, dab), (b.0, b.1, b.2, b.3, dba)] {
+            let node = &mut self.nodes[n as usize];
+            let dev = format!("{}:{}", node.name, nm);
+            node.ifaces.push(Iface { name: nm.to_string(), addr, out, qdisc: q, capture: None, probe: false, dev });
+            // connected route (`proto kernel scope link`)
+            let idx = node.ifaces.len() as u32 - 1;
+            node.routes.add(addr.network(), addr.prefix, NextHop { iface: idx, via: None });
+        }
+        Ok((dab, dba))
+    }
+
+    /// Adds a static route on node `n`: `net/len` via interface `iface`.
+    pub fn add_route(&mut self, n: NodeId, net: Ipv4Addr, len: u8, iface: u32, via: Option<Ipv4Addr>) {
+        self.nodes[n as usize].routes.add(net, len, NextHop { iface, via });
+    }
+
+    /// Interface of node `n` whose subnet contains `a`.
+    pub fn iface_towards(&self, n: NodeId, a: Ipv4Addr) -> Option<u32> {
+        self.nodes[n as usize].ifaces.iter().position(|i| i.addr.contains(a)).map(|i| i as u32)
+    }
+
+    /// Shortest-path (hop count) routes from every node to every subnet that it has no
+    /// route for yet. Ties go to the lower interface index, so the result is deterministic.
+    pub fn auto_routes(&mut self) {
+        let n = self.nodes.len();
+        // neighbours: (node, via iface index on this node, peer address)
+        let mut adj: Vec<Vec<(u32, u32, Ipv4Addr)>> = vec![Vec::new(); n];
+        for d in &self.dirs {
+            let peer_addr = self.nodes[d.to.0 as usize].ifaces[d.to.1 as usize].addr.addr;
+            adj[d.from.0 as usize].push((d.to.0, d.from.1, peer_addr));
+        }
+        let subnets: Vec<(NodeId, IfAddr)> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .flat_map(|(i, nd)| nd.ifaces.iter().map(move |f| (i as NodeId, f.addr)))
+            .collect();
+        for src in 0..n {
+            // BFS from src, remembering the first hop
+            let mut first: Vec<Option<(u32, Ipv4Addr)>> = vec![None; n];
+            let mut seen = vec![false; n];
+            seen[src] = true;
+            let mut q = std::collections::VecDeque::new();
+            for &(nb, ifc, pa) in &adj[src] {
+                if !seen[nb as usize] {
+                    seen[nb as usize] = true;
+                    first[nb as usize] = Some((ifc, pa));
+                    q.push_back(nb);
+                }
+            }
+            while let Some(u) = q.pop_front() {
+                // only routers forward: do not route through hosts
+                if !self.nodes[u as usize].router {
+                    continue;
+                }
+                for &(nb, _, _) in &adj[u as usize] {
+                    if !seen[nb as usize] {
+                        seen[nb as usize] = true;
+                        first[nb as usize] = first[u as usize];
+                        q.push_back(nb);
+                    }
+                }
+            }
+            for &(owner, sub) in &subnets {
+                if owner as usize == src {
+                    continue;
+                }
+                if let Some((ifc, via)) = first[owner as usize] {
+                    let net = sub.network();
+                    if !self.nodes[src].routes.has(net, sub.prefix) {
+                        self.nodes[src].routes.add(net, sub.prefix, NextHop { iface: ifc, via: Some(via) });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds an application; returns its index.
+    pub fn add_app(&mut self, app: App) -> Result<u32, BuildError> {
+        let id = self.apps.len() as u32;
+        let node = &mut self.nodes[app.node as usize];
+        if let AppKind::UdpSink(s) = &app.kind {
+            if node.udp_ports.insert(s.port, id).is_some() {
+                return Err(BuildError(format!("node `{}`: UDP port {} is already bound", node.name, s.port)));
+            }
+        }
+        if let AppKind::UdpCbr(c) = &app.kind {
+            if c.src_port != 0 {
+                node.udp_ports.entry(c.src_port).or_insert(id);
+            }
+        }
+        self.apps.push(app);
+        self.app_timers.push(None);
+        Ok(id)
+    }
+
+    /// Schedules a topology change.
+    pub fn schedule(&mut self, at: Instant, c: Change) {
+        self.changes.push((at, c));
+    }
+
+    /// Link direction indices whose name starts with `link` (`NAME:` prefix).
+    pub fn link_dirs(&self, link: &str) -> Vec<u32> {
+        let p = format!("{link}:");
+        (0..self.dirs.len() as u32).filter(|&i| self.dirs[i as usize].name.starts_with(&p)).collect()
+    }
+
+    /// Attaches a capture sink to interface `iface` of node `n`.
+    pub fn capture(&mut self, n: NodeId, iface: u32, sink: Box<dyn CaptureSink>) {
+        let id = self.rec.captures.len() as u32;
+        self.rec.captures.push(sink);
+        self.nodes[n as usize].ifaces[iface as usize].capture = Some(id);
+    }
+
+    /// Captures interface `iface` of node `n` into a pcap/pcapng file at `path`.
+    pub fn capture_file(&mut self, n: NodeId, iface: u32, path: &std::path::Path, format: crate::capture::CaptureFormat) -> std::io::Result<()> {
+        let own = wirelab_wire::ethernet::mac_for(n, iface);
+        let out = self.nodes[n as usize].ifaces[iface as usize].out;
+        let (pn, pi) = self.dirs[out as usize].to;
+        let peer = wirelab_wire::ethernet::mac_for(pn, pi);
+        let ifc = &self.nodes[n as usize].ifaces[iface as usize];
+        let desc = format!("{} {}/{} -> {}", ifc.dev, ifc.addr.addr, ifc.addr.prefix, self.nodes[pn as usize].name);
+        let sink = crate::capture::FileCapture::create(path, format, own, peer, &ifc.dev, &desc)?;
+        self.capture(n, iface, Box::new(sink));
+        Ok(())
+    }
+
+    /// Enables the per-packet queue probe on an interface's egress qdisc.
+    pub fn probe_queue(&mut self, n: NodeId, iface: u32) {
+        self.nodes[n as usize].ifaces[iface as usize].probe = true;
+    }
+
+    fn start(&mut self) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        for i in 0..self.apps.len() {
+            let t = match &self.apps[i].kind {
+                AppKind::UdpCbr(c) => Some(c.start),
+                AppKind::UdpSink(_) => None,
+            };
+            if let Some(t) = t {
+                self.arm_app(i as u32, t);
+            }
+        }
+        for (i, (t, _)) in self.changes.iter().enumerate() {
+            self.events.push(*t, Event::Change(i as u32));
+        }
+        self.events.push(Instant::ZERO, Event::Sample);
+    }
+
+    fn arm_app(&mut self, app: u32, t: Instant) {
+        self.app_timers[app as usize] = Some(t);
+        self.events.push(t, Event::App(app));
+    }
+
+    /// Runs until `until` (inclusive) or until nothing is left to do. `progress` is called
+    /// about every `progress_every` of simulated time.
+    pub fn run(&mut self, until: Instant, progress_every: Duration, progress: &mut dyn FnMut(Instant)) {
+        self.start();
+        let mut next_progress = self.now + progress_every;
+        while let Some((t, ev)) = self.events.pop_until(until) {
+            debug_assert!(t >= self.now);
+            self.now = t;
+            self.counters.events += 1;
+            match ev {
+                Event::Link(d) => self.on_link(d),
+                Event::App(a) => self.on_app(a),
+                Event::Stack(_) => {}
+                Event::Change(c) => self.on_change(c),
+                Event::Sample => {
+                    self.rec.sample(self.now, &self.apps, &self.nodes, &self.dirs);
+                    self.events.push(self.now + self.sample_interval, Event::Sample);
+                }
+            }
+            if progress_every > Duration::ZERO && self.now >= next_progress {
+                progress(self.now);
+                next_progress = self.now + progress_every;
+            }
+        }
+        if self.now < until {
+            self.now = until;
+        }
+        self.rec.sample(self.now, &self.apps, &self.nodes, &self.dirs);
+    }
+
+    fn on_change(&mut self, c: u32) {
+        let (_, ch) = self.changes[c as usize].clone();
+        match ch {
+            Change::SetUp { dir, up } => self.dirs[dir as usize].link.set_up(self.now, up),
+            Change::SetSpec { dir, spec } => self.dirs[dir as usize].link.set_spec(spec),
+        }
+        let d = match &self.changes[c as usize].1 {
+            Change::SetUp { dir, .. } | Change::SetSpec { dir, .. } => *dir,
+        };
+        self.kick(d);
+    }
+
+    fn on_app(&mut self, a: u32) {
+        if self.app_timers[a as usize] != Some(self.now) {
+            return; // stale entry
+        }
+        self.app_timers[a as usize] = None;
+        let now = self.now;
+        let node = self.apps[a as usize].node;
+        let next = match &mut self.apps[a as usize].kind {
+            AppKind::UdpCbr(c) => {
+                if now >= c.stop || c.count.is_some_and(|n| c.sent_pkts >= n) {
+                    None
+                } else {
+                    let seq = c.sent_pkts;
+                    c.sent_pkts += 1;
+                    c.sent_bytes += c.payload as u64;
+                    let (dst, sport, len) = (c.dst, c.src_port, c.payload);
+                    let t = now + c.interval;
+                    if !self.send_udp(node, sport, dst, len as usize, seq) {
+                        if let AppKind::UdpCbr(c) = &mut self.apps[a as usize].kind {
+                            c.unroutable += 1;
+                        }
+                    }
+                    Some(t)
+                }
+            }
+            AppKind::UdpSink(_) => None,
+        };
+        if let Some(t) = next {
+            self.arm_app(a, t);
+        }
+    }
+
+    fn new_pkt(&mut self, data: Vec<u8>) -> Pkt {
+        let mut p = Pkt::new(data);
+        p.meta.id = self.next_pkt_id;
+        p.meta.created = self.now;
+        self.next_pkt_id += 1;
+        self.counters.packets += 1;
+        p
+    }
+
+    /// Builds and routes one CBR datagram; false if there was no route.
+    fn send_udp(&mut self, n: NodeId, sport: u16, dst: std::net::SocketAddrV4, payload: usize, seq: u64) -> bool {
+        let node = &mut self.nodes[n as usize];
+        let Some(hop) = node.routes.lookup(*dst.ip()) else {
+            node.counters.no_route += 1;
+            return false;
+        };
+        let src = node.ifaces[hop.iface as usize].addr.addr;
+        node.ip_ident = node.ip_ident.wrapping_add(1);
+        let ip = Ipv4Repr {
+            src,
+            dst: *dst.ip(),
+            protocol: wirelab_wire::ip_proto::UDP,
+            payload_len: 8 + payload,
+            ttl: 64,
+            tos: 0,
+            ident: node.ip_ident,
+            dont_frag: true,
+        };
+        let mut buf = vec![0u8; 20 + 8 + payload];
+        write_probe_header(&mut buf[28..], seq, self.now);
+        UdpRepr { src_port: sport, dst_port: dst.port(), payload_len: payload }.emit(&mut buf[20..], src, *dst.ip());
+        ip.emit(&mut buf);
+        let pkt = self.new_pkt(buf);
+        self.enqueue(n, hop.iface, pkt);
+        true
+    }
+
+    /// Puts a packet on interface `iface`'s egress qdisc and kicks the transmitter.
+    pub(crate) fn enqueue(&mut self, n: NodeId, iface: u32, mut pkt: Pkt) {
+        let now = self.now;
+        let ifc = &mut self.nodes[n as usize].ifaces[iface as usize];
+        let dir = ifc.out;
+        pkt.meta.l2_len = self.dirs[dir as usize].l2_len;
+        pkt.meta.iface = iface;
+        let id = pkt.meta.id;
+        let len = pkt.len();
+        let probe = ifc.probe;
+        let mut drops = std::mem::take(&mut self.drops);
+        let flow = if probe { ProbeRecord::flow_of(&pkt) } else { Default::default() };
+        let verdict = ifc.qdisc.enqueue(now, pkt, &mut drops);
+        if probe {
+            let accepted = !drops.iter().any(|p| p.meta.id == id);
+            if accepted {
+                self.rec.probe(ProbeRecord::new(now, &ifc.dev, ProbeEvent::Enqueue, id, len, ifc.qdisc.as_ref(), 0, flow));
+            }
+            for p in &drops {
+                self.rec.probe(ProbeRecord::new(now, &ifc.dev, ProbeEvent::Drop, p.meta.id, p.len(), ifc.qdisc.as_ref(), now.saturating_since(p.meta.enqueued).as_nanos(), ProbeRecord::flow_of(p)));
+            }
+        }
+        let _ = verdict;
+        for p in drops.drain(..) {
+            self.rec.drop_hash(now, p.meta.id);
+        }
+        self.drops = drops;
+        self.kick(dir);
+    }
+
+    /// If the transmitter of direction `d` is idle, moves the next packet from the
+    /// qdisc onto the wire; then makes sure an event is scheduled for the direction.
+    fn kick(&mut self, d: u32) {
+        let now = self.now;
+        let (fnode, fif) = self.dirs[d as usize].from;
+        if self.dirs[d as usize].link.is_idle(now) {
+            let mut drops = std::mem::take(&mut self.drops);
+            let ifc = &mut self.nodes[fnode as usize].ifaces[fif as usize];
+            let pkt = ifc.qdisc.dequeue(now, &mut drops);
+            if ifc.probe {
+                for p in &drops {
+                    self.rec.probe(ProbeRecord::new(now, &ifc.dev, ProbeEvent::Drop, p.meta.id, p.len(), ifc.qdisc.as_ref(), now.saturating_since(p.meta.enqueued).as_nanos(), ProbeRecord::flow_of(p)));
+                }
+                if let Some(p) = &pkt {
+                    self.rec.probe(ProbeRecord::new(now, &ifc.dev, ProbeEvent::Dequeue, p.meta.id, p.len(), ifc.qdisc.as_ref(), now.saturating_since(p.meta.enqueued).as_nanos(), ProbeRecord::flow_of(p)));
+                }
+            }
+            for p in drops.drain(..) {
+                self.rec.drop_hash(now, p.meta.id);
+            }
+            self.drops = drops;
+            if let Some(pkt) = pkt {
+                if let Some(c) = ifc.capture {
+                    self.rec.capture(c, now, fif, CaptureDir::Out, &pkt.data);
+                }
+                self.dirs[d as usize].link.transmit(now, pkt);
+            }
+        }
+        self.schedule_dir(d);
+    }
+
+    fn schedule_dir(&mut self, d: u32) {
+        let now = self.now;
+        let dir = &self.dirs[d as usize];
+        let mut next = dir.link.poll_timeout();
+        if dir.link.is_idle(now) {
+            let (fnode, fif) = dir.from;
+            let q = &self.nodes[fnode as usize].ifaces[fif as usize].qdisc;
+            if q.qlen() > 0 {
+                if let Some(w) = q.next_wakeup(now) {
+                    next = Some(next.map_or(w, |n| n.min(w)));
+                }
+            }
+        }
+        if let Some(t) = next {
+            let t = t.max(now);
+            let dir = &mut self.dirs[d as usize];
+            if dir.scheduled.is_none_or(|s| t < s || s < now) {
+                dir.scheduled = Some(t);
+                self.events.push(t, Event::Link(d));
+            }
+        }
+    }
+
+    fn on_link(&mut self, d: u32) {
+        let now = self.now;
+        if self.dirs[d as usize].scheduled == Some(now) {
+            self.dirs[d as usize].scheduled = None;
+        }
+        while let Some(pkt) = self.dirs[d as usize].link.poll_arrival(now) {
+            let (n, i) = self.dirs[d as usize].to;
+            self.receive(n, i, pkt);
+        }
+        self.kick(d);
+    }
+
+    /// A packet arrives on interface `i` of node `n`.
+    fn receive(&mut self, n: NodeId, i: u32, mut pkt: Pkt) {
+        let now = self.now;
+        self.rec.deliver_hash(now, pkt.meta.id, n);
+        if let Some(c) = self.nodes[n as usize].ifaces[i as usize].capture {
+            self.rec.capture(c, now, i, CaptureDir::In, &pkt.data);
+        }
+        let node = &mut self.nodes[n as usize];
+        let Ok(ipp) = Ipv4Packet::new_checked(&pkt.data[..]) else {
+            node.counters.bad_packets += 1;
+            return;
+        };
+        if !ipp.verify_checksum() {
+            node.counters.bad_packets += 1;
+            return;
+        }
+        let dst = ipp.dst_addr();
+        let local = node.ifaces.iter().any(|f| f.addr.addr == dst);
+        if local {
+            node.counters.delivered += 1;
+            self.deliver_local(n, pkt);
+            return;
+        }
+        if !node.router {
+            node.counters.not_local += 1;
+            return;
+        }
+        if ipp.ttl() <= 1 {
+            node.counters.ttl_expired += 1;
+            return;
+        }
+        let Some(hop) = node.routes.lookup(dst) else {
+            node.counters.no_route += 1;
+            return;
+        };
+        Ipv4Packet::new_unchecked(&mut pkt.data[..]).decrement_ttl();
+        node.counters.forwarded += 1;
+        self.enqueue(n, hop.iface, pkt);
+    }
+
+    fn deliver_local(&mut self, n: NodeId, pkt: Pkt) {
+        let now = self.now;
+        let ipp = Ipv4Packet::new_unchecked(&pkt.data[..]);
+        let (src, dst) = (ipp.src_addr(), ipp.dst_addr());
+        match ipp.protocol() {
+            wirelab_wire::ip_proto::UDP => {
+                let payload = ipp.payload();
+                let Ok(u) = UdpPacket::new_checked(payload) else {
+                    self.nodes[n as usize].counters.bad_packets += 1;
+                    return;
+                };
+                let node = &mut self.nodes[n as usize];
+                let Some(&app) = node.udp_ports.get(&u.dst_port()) else {
+                    node.counters.no_socket += 1;
+                    return;
+                };
+                let ok = u.verify_checksum(src, dst);
+                if let AppKind::UdpSink(s) = &mut self.apps[app as usize].kind {
+                    if ok {
+                        s.on_datagram(now, u.payload(), pkt.len());
+                    } else {
+                        s.bad_checksum += 1;
+                    }
+                }
+            }
+            _ => {
+                self.nodes[n as usize].counters.no_socket += 1;
+            }
+        }
+    }
+
+    /// Interval between datagrams for a CBR source of `rate_bps` counted over IP bytes.
+    pub fn cbr_interval(payload: u32, rate_bps: u64) -> Duration {
+        Duration::transmit_time((payload + UDP_IP_OVERHEAD) as u64, rate_bps)
+    }
+}

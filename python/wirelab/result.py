@@ -1,0 +1,85 @@
+"""A run's results as DataFrames."""
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+
+
+class Result:
+    """The outputs of one run, loaded lazily from its output directory.
+
+    Tables are tidy pandas DataFrames (one row per sample); column names follow
+    ``tcp_info``/``ss`` and ``tc -s`` spelling.
+    """
+
+    def __init__(self, out_dir: Path):
+        self.out_dir = Path(out_dir)
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return (f"<wirelab.Result {s['scenario']['name']!r} seed={s['seed']} "
+                f"sim={s['sim_seconds']:.3f}s fingerprint={s['fingerprint']} dir={str(self.out_dir)!r}>")
+
+    @cached_property
+    def summary(self) -> dict:
+        """``summary.json`` as a dict."""
+        return json.loads((self.out_dir / "summary.json").read_text())
+
+    @property
+    def fingerprint(self) -> str:
+        return self.summary["fingerprint"]
+
+    def _csv(self, name: str) -> pd.DataFrame:
+        p = self.out_dir / name
+        if not p.exists():
+            return pd.DataFrame()
+        return pd.read_csv(p)
+
+    @cached_property
+    def flows(self) -> pd.DataFrame:
+        """Per-application totals."""
+        return self._csv("flows.csv")
+
+    @cached_property
+    def queues(self) -> pd.DataFrame:
+        """Per-queue (and per-class) totals, like ``tc -s qdisc/class show``."""
+        return self._csv("queues.csv")
+
+    @cached_property
+    def links(self) -> pd.DataFrame:
+        """Per-link-direction totals."""
+        return self._csv("links.csv")
+
+    @cached_property
+    def flow_timeseries(self) -> pd.DataFrame:
+        """Per-application rates sampled every ``measure.sample_interval``."""
+        return self._csv("flow_timeseries.csv")
+
+    @cached_property
+    def queue_timeseries(self) -> pd.DataFrame:
+        """Per-queue length/backlog/drops sampled every ``measure.sample_interval``."""
+        return self._csv("queue_timeseries.csv")
+
+    @cached_property
+    def queue_probe(self) -> pd.DataFrame:
+        """Per-packet enqueue/dequeue/drop records of probed queues."""
+        return self._csv("queue_probe.csv")
+
+    @property
+    def pcaps(self) -> list[Path]:
+        """Capture files written by the run."""
+        return sorted((self.out_dir / "pcap").glob("*.pcap*")) if (self.out_dir / "pcap").exists() else []
+
+    def to_parquet(self) -> list[Path]:
+        """Writes every table as Parquet beside its CSV (needs ``pyarrow``)."""
+        written = []
+        for name in ["flows", "queues", "links", "flow_timeseries", "queue_timeseries", "queue_probe"]:
+            df = getattr(self, name)
+            if len(df.columns):
+                p = self.out_dir / f"{name}.parquet"
+                df.to_parquet(p, index=False)
+                written.append(p)
+        return written
