@@ -1,0 +1,27 @@
+# wirelab developer entry points. `make test` is what CI runs (.ci/run).
+PYTHON ?= python3
+CARGO  ?= cargo
+
+.PHONY: test deps install rust-test py-test quickstart bench
+
+test: deps install rust-test py-test
+
+# Debian packages the tests use (tshark dissects our captures). Installed only when
+# missing and when we can (root, as in CI).
+deps:
+	@bash scripts/install-test-deps.sh
+
+install:
+	$(PYTHON) -m pip install --quiet '.[test]'
+
+rust-test:
+	$(CARGO) test --workspace --quiet
+
+py-test:
+	$(PYTHON) -m pytest -q python/tests
+
+quickstart:
+	$(PYTHON) -m pip install --quiet . && wirelab run scenarios/quickstart.toml --out results/quickstart && wirelab report results/quickstart
+
+bench:
+	$(CARGO) run --release -p wirelab-cli -- bench

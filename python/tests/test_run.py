@@ -1,0 +1,106 @@
+"""The Python API and the `wirelab` command, against the built extension."""
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import wirelab
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "scenarios" / "quickstart.toml"
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    return wirelab.run(QUICKSTART, seed=1, out=tmp_path_factory.mktemp("qs"))
+
+
+def test_run_returns_dataframes(quick):
+    assert isinstance(quick.flows, pd.DataFrame)
+    sinks = quick.flows[quick.flows["kind"] == "udp-sink"].set_index("name")
+    assert set(sinks.index) == {"sink-a", "sink-b"}
+    # the bottleneck is 10 Mbit/s: the two sinks together cannot exceed it
+    assert sinks["goodput_bps"].sum() < 10e6
+    assert (sinks["rx_packets"] > 0).all()
+    ts = quick.flow_timeseries
+    assert {"time_s", "flow", "rx_rate_bps"} <= set(ts.columns)
+    probe = quick.queue_probe
+    assert set(probe["event"]) <= {"enqueue", "dequeue", "drop"}
+    # probe drops agree with the qdisc's own counter
+    q = quick.queues.set_index("dev").loc["r1:eth2"]
+    assert (probe["event"] == "drop").sum() == q["drops"]
+    assert quick.summary["seed"] == 1 and len(quick.fingerprint) == 16
+    assert len(quick.pcaps) == 2
+
+
+def test_dict_scenario_and_overrides(tmp_path):
+    sc = {
+        "scenario": {"name": "dict", "duration": "1s"},
+        "node": [{"name": "a"}, {"name": "b"}],
+        "link": [{"a": {"node": "a"}, "b": {"node": "b"}, "netem": "rate 1mbit delay 5ms"}],
+        "app": [
+            {"kind": "udp-cbr", "node": "a", "dst": "b:7", "interval": "10ms", "size": 100},
+            {"kind": "udp-sink", "node": "b", "port": 7},
+        ],
+    }
+    r = wirelab.run(sc, out=tmp_path / "o", overrides={"scenario.duration": "2s"})
+    assert r.summary["sim_seconds"] == pytest.approx(2.0)
+    sink = r.flows.set_index("kind").loc["udp-sink"]
+    assert 190 <= sink["rx_packets"] <= 200
+
+
+def test_same_seed_same_fingerprint(tmp_path, quick):
+    again = wirelab.run(QUICKSTART, seed=1, out=tmp_path / "again")
+    assert again.fingerprint == quick.fingerprint
+    other = wirelab.run(QUICKSTART, seed=7, out=tmp_path / "other")
+    assert other.fingerprint != quick.fingerprint
+
+
+def test_scenario_error_names_line_and_key(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(QUICKSTART.read_text().replace('rate = "4mbit"', 'rate = "4 megabits"'))
+    with pytest.raises(wirelab.ScenarioError) as ei:
+        wirelab.run(bad, out=tmp_path / "o")
+    msg = str(ei.value)
+    line = bad.read_text().split("4 megabits")[0].count("\n") + 1
+    assert f"bad.toml:{line}:" in msg and "app[0].rate" in msg
+    assert isinstance(ei.value, ValueError) and isinstance(ei.value, wirelab.WirelabError)
+
+
+def _cli(*args):
+    exe = shutil.which("wirelab")
+    cmd = [exe] if exe else [sys.executable, "-m", "wirelab"]
+    return subprocess.run(cmd + list(args), capture_output=True, text=True)
+
+
+def test_cli_run_and_report(tmp_path):
+    out = tmp_path / "run"
+    p = _cli("run", str(QUICKSTART), "--out", str(out), "--seed", "3")
+    assert p.returncode == 0, p.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert s["seed"] == 3 and s["scenario"]["name"] == "quickstart"
+    p = _cli("report", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    html = (out / "report.html").read_text()
+    assert "<img" in html and "sink-a" in html
+
+
+def test_cli_bad_input_exit_2(tmp_path):
+    bad = tmp_path / "syntax.toml"
+    bad.write_text("[scenario\nname = 1\n")
+    p = _cli("run", str(bad), "--out", str(tmp_path / "o"))
+    assert p.returncode == 2
+    assert "syntax.toml:1:" in p.stderr and "Traceback" not in p.stderr
+    p = _cli("validate", str(QUICKSTART))
+    assert p.returncode == 0, p.stderr
+
+
+def test_parquet_export(quick):
+    pytest.importorskip("pyarrow")
+    written = quick.to_parquet()
+    assert any(p.name == "flows.parquet" for p in written)
+    assert pd.read_parquet(quick.out_dir / "flows.parquet").equals(quick.flows)

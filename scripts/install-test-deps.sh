@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the test suite uses, if missing. Safe to re-run.
+set -euo pipefail
+need=()
+command -v tshark >/dev/null 2>&1 || need+=(tshark)
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+  echo "note: ${need[*]} missing and cannot be installed here; tests that need it are skipped" >&2
+  exit 0
+fi
+export DEBIAN_FRONTEND=noninteractive
+echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null || true
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
