@@ -1,0 +1,853 @@
+//! Engine-level tests: two endpoints joined by a tiny in-test network with one-way latency,
+//! random loss and per-subnet "link down" switches; time jumps to the next event.
+use crate::wire::*;
+use crate::*;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::net::Ipv4Addr;
+use wirelab_core::{Duration, Instant, Rng, SockEvent, HEADROOM};
+
+fn a(s: &str) -> Ipv4Addr {
+    s.parse().unwrap()
+}
+
+/// Byte `o` of stream `s` in the test pattern.
+fn pat(s: u16, o: u64) -> u8 {
+    ((o + s as u64 * 31 + (o >> 9)) % 251) as u8
+}
+
+struct Bulk {
+    sock: SocketId,
+    streams: u16,
+    msg: usize,
+    remaining: u64,
+    next_stream: u16,
+    offs: Vec<u64>,
+    unordered: bool,
+    shutdown_when_done: bool,
+    shut: bool,
+}
+
+#[derive(Default)]
+struct Sink {
+    sock: Option<SocketId>,
+    got: Vec<u64>,
+    total: u64,
+    msgs: u64,
+    eof: bool,
+    reading: bool,
+    bad: Option<String>,
+}
+
+struct Wire {
+    at: Instant,
+    seq: u64,
+    to: usize,
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    bytes: Vec<u8>,
+}
+impl PartialEq for Wire {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for Wire {}
+impl PartialOrd for Wire {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Wire {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+struct Net {
+    now: Instant,
+    h: [SctpEndpoint; 2],
+    latency: Duration,
+    /// Bottleneck rate per (sender host, subnet), bits/s; 0 = unlimited.
+    rate: u64,
+    /// Drop-tail limit of the bottleneck queue, as queueing delay.
+    qlimit: Duration,
+    busy: [[Instant; 4]; 2],
+    loss: f64,
+    rng: Rng,
+    down: Vec<u8>,
+    wire: BinaryHeap<Reverse<Wire>>,
+    seq: u64,
+    events: Vec<(Instant, usize, SocketId, SockEvent)>,
+    /// (time, from host, src, dst, SCTP bytes) of every packet sent.
+    cap: Vec<(Instant, usize, Ipv4Addr, Ipv4Addr, Vec<u8>)>,
+    capture: bool,
+    bulk: Option<Bulk>,
+    sink: Sink,
+    listener: Option<SocketId>,
+}
+
+impl Net {
+    fn new(c0: SctpConfig, c1: SctpConfig) -> Net {
+        Net {
+            now: Instant::ZERO,
+            h: [SctpEndpoint::new(c0, Rng::stream(7, "h0")), SctpEndpoint::new(c1, Rng::stream(7, "h1"))],
+            latency: Duration::from_millis(10),
+            rate: 0,
+            qlimit: Duration::from_millis(100),
+            busy: [[Instant::ZERO; 4]; 2],
+            loss: 0.0,
+            rng: Rng::stream(7, "net"),
+            down: Vec::new(),
+            wire: BinaryHeap::new(),
+            seq: 0,
+            events: Vec::new(),
+            cap: Vec::new(),
+            capture: true,
+            bulk: None,
+            sink: Sink { reading: true, ..Default::default() },
+            listener: None,
+        }
+    }
+
+    fn default_pair() -> Net {
+        Net::new(SctpConfig::default(), SctpConfig::default())
+    }
+
+    fn listen(&mut self, addrs: &[Ipv4Addr]) -> SocketId {
+        let l = self.h[1].listen(addrs, 5000, 2000).unwrap();
+        self.listener = Some(l);
+        l
+    }
+
+    fn connect(&mut self, local: &[Ipv4Addr], remote: &[Ipv4Addr]) -> SocketId {
+        self.h[0].connect(self.now, local, remote, 5000).unwrap()
+    }
+
+    fn flush(&mut self) -> bool {
+        let mut any = false;
+        for h in 0..2 {
+            loop {
+                let mut buf = vec![0u8; HEADROOM];
+                let Some(t) = self.h[h].poll_transmit(self.now, &mut buf) else { break };
+                any = true;
+                let bytes = buf[HEADROOM..].to_vec();
+                assert!(bytes.len() + 20 <= 1500, "packet larger than PMTU: {}", bytes.len());
+                if self.capture {
+                    self.cap.push((self.now, h, t.src, t.dst, bytes.clone()));
+                }
+                let down = self.down.contains(&t.src.octets()[2]) || self.down.contains(&t.dst.octets()[2]);
+                if down || self.rng.chance(self.loss) {
+                    continue;
+                }
+                let mut at = self.now + self.latency;
+                if self.rate > 0 {
+                    let sub = (t.src.octets()[2] & 3) as usize;
+                    let b = &mut self.busy[h][sub];
+                    let start = (*b).max(self.now);
+                    if start.saturating_since(self.now) > self.qlimit {
+                        continue; // drop-tail
+                    }
+                    *b = start + Duration::transmit_time(bytes.len() as u64 + 20 + 14, self.rate);
+                    at = *b + self.latency;
+                }
+                self.seq += 1;
+                self.wire.push(Reverse(Wire { at, seq: self.seq, to: 1 - h, src: t.src, dst: t.dst, bytes }));
+            }
+        }
+        for h in 0..2 {
+            while let Some((s, e)) = self.h[h].poll_event() {
+                any = true;
+                self.events.push((self.now, h, s, e));
+                if h == 1 && e == SockEvent::Incoming && self.sink.sock.is_none() {
+                    self.sink.sock = self.h[1].accept(s);
+                }
+            }
+        }
+        any |= self.pump();
+        any
+    }
+
+    fn pump(&mut self) -> bool {
+        let mut any = false;
+        let now = self.now;
+        if let Some(b) = &mut self.bulk {
+            while b.remaining > 0 {
+                let s = b.next_stream;
+                let n = (b.msg as u64).min(b.remaining) as usize;
+                let data: Vec<u8> = (0..n as u64).map(|i| pat(s, b.offs[s as usize] + i)).collect();
+                match self.h[0].send(now, b.sock, s, &data, b.unordered) {
+                    Ok(0) => break,
+                    Ok(k) => {
+                        assert_eq!(k, n);
+                        b.offs[s as usize] += n as u64;
+                        b.remaining -= n as u64;
+                        b.next_stream = (s + 1) % b.streams;
+                        any = true;
+                    }
+                    Err(SockError::NotConnected) => break,
+                    Err(e) => panic!("send: {e}"),
+                }
+            }
+            if b.remaining == 0 && b.shutdown_when_done && !b.shut {
+                b.shut = true;
+                self.h[0].shutdown(now, b.sock).unwrap();
+                any = true;
+            }
+        }
+        if let (Some(s), true) = (self.sink.sock, self.sink.reading) {
+            let mut buf = [0u8; 70000];
+            loop {
+                match self.h[1].recv(now, s, &mut buf) {
+                    Ok(Some(r)) if r.len == 0 => {
+                        self.sink.eof = true;
+                        break;
+                    }
+                    Ok(Some(r)) => {
+                        any = true;
+                        let st = r.stream as usize;
+                        if self.sink.got.len() <= st {
+                            self.sink.got.resize(st + 1, 0);
+                        }
+                        let unordered = self.bulk.as_ref().is_some_and(|b| b.unordered);
+                        if !unordered {
+                            for (i, &x) in buf[..r.len].iter().enumerate() {
+                                if x != pat(r.stream, self.sink.got[st] + i as u64) && self.sink.bad.is_none() {
+                                    self.sink.bad = Some(format!("stream {st} offset {} wrong", self.sink.got[st] + i as u64));
+                                }
+                            }
+                        }
+                        self.sink.got[st] += r.len as u64;
+                        self.sink.total += r.len as u64;
+                        if r.end_of_message {
+                            self.sink.msgs += 1;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(_) => break,
+                }
+            }
+        }
+        any
+    }
+
+    fn next_event(&self) -> Option<Instant> {
+        let mut t = self.wire.peek().map(|Reverse(w)| w.at);
+        for h in &self.h {
+            if let Some(x) = h.poll_timeout() {
+                t = Some(t.map_or(x, |y| y.min(x)));
+            }
+        }
+        t
+    }
+
+    /// Runs until `deadline` or until `stop` holds after a step.
+    fn run_until(&mut self, deadline: Instant, mut stop: impl FnMut(&Net) -> bool) -> bool {
+        let mut guard = 0u64;
+        loop {
+            while self.flush() {
+                guard += 1;
+                assert!(guard < 50_000_000, "livelock");
+            }
+            if stop(self) {
+                return true;
+            }
+            let Some(t) = self.next_event() else { return false };
+            if t > deadline {
+                self.now = deadline;
+                return false;
+            }
+            assert!(t >= self.now, "time went backwards");
+            self.now = t;
+            if let Some(Reverse(w)) = self.wire.peek() {
+                if w.at <= self.now {
+                    let Reverse(w) = self.wire.pop().unwrap();
+                    self.h[w.to].handle_packet(self.now, w.src, w.dst, 0, &w.bytes);
+                    continue;
+                }
+            }
+            for h in 0..2 {
+                if self.h[h].poll_timeout().is_some_and(|x| x <= self.now) {
+                    self.h[h].handle_timeout(self.now);
+                }
+            }
+        }
+    }
+
+    fn run_for(&mut self, d: Duration) {
+        let end = self.now + d;
+        self.run_until(end, |_| false);
+    }
+
+    fn has_event(&self, h: usize, e: SockEvent) -> Option<Instant> {
+        self.events.iter().find(|x| x.1 == h && x.3 == e).map(|x| x.0)
+    }
+
+    fn start_bulk(&mut self, sock: SocketId, total: u64, msg: usize, streams: u16) {
+        self.bulk = Some(Bulk { sock, streams, msg, remaining: total, next_stream: 0, offs: vec![0; streams as usize], unordered: false, shutdown_when_done: false, shut: false });
+    }
+
+    /// Chunk kinds of captured packets from host `h`.
+    fn chunk_kinds(&self, h: usize) -> Vec<Vec<u8>> {
+        self.cap.iter().filter(|c| c.1 == h).map(|c| SctpPacket::new_checked(&c.4[..]).unwrap().chunks().map(|x| x.unwrap().kind()).collect()).collect()
+    }
+}
+
+fn cfg_with(kv: &[(&str, &str)]) -> SctpConfig {
+    let mut c = SctpConfig::default();
+    for (k, v) in kv {
+        c.set_sysctl(k, v).unwrap();
+    }
+    c
+}
+
+/// Every captured packet decodes, verifies its CRC32c, and its chunks parse.
+fn assert_all_packets_valid(n: &Net) {
+    for (_, _, _, _, b) in &n.cap {
+        let p = SctpPacket::new_checked(&b[..]).unwrap();
+        assert!(p.verify_checksum());
+        for c in p.chunks() {
+            let c = c.unwrap();
+            ChunkRepr::parse(&c).unwrap();
+            assert_eq!(c.bytes().len() % 4 == 0 || c.padded_len() <= b.len(), true);
+        }
+    }
+}
+
+fn established_pair() -> (Net, SocketId) {
+    let mut n = Net::default_pair();
+    n.listen(&[a("10.0.1.2")]);
+    let s = n.connect(&[a("10.0.1.1")], &[a("10.0.1.2")]);
+    assert!(n.run_until(Instant::from_nanos(5_000_000_000), |n| n.has_event(0, SockEvent::Connected).is_some() && n.sink.sock.is_some()));
+    (n, s)
+}
+
+#[test]
+fn handshake_four_way() {
+    let (n, s) = established_pair();
+    let k0 = n.chunk_kinds(0);
+    let k1 = n.chunk_kinds(1);
+    assert_eq!(k0[0], vec![kind::INIT]);
+    assert_eq!(k1[0], vec![kind::INIT_ACK]);
+    assert_eq!(k0[1], vec![kind::COOKIE_ECHO]);
+    assert_eq!(k1[1], vec![kind::COOKIE_ACK]);
+    // Connected after one RTT + the cookie round trip: 2 RTT = 40 ms.
+    assert_eq!(n.has_event(0, SockEvent::Connected), Some(Instant::from_nanos(40_000_000)));
+    assert_eq!(n.info(s).state, AssocState::Established);
+    assert_eq!(n.h[1].info(n.sink.sock.unwrap()).unwrap().state, AssocState::Established);
+    // INIT carries vtag 0; everything else carries the peer's tag.
+    let init = SctpPacket::new_checked(&n.cap[0].4[..]).unwrap();
+    assert_eq!(init.vtag(), 0);
+    assert_all_packets_valid(&n);
+}
+
+impl Net {
+    fn info(&self, s: SocketId) -> AssocInfo {
+        self.h[0].info(s).unwrap()
+    }
+}
+
+#[test]
+fn bulk_transfer_multistream_in_order() {
+    let (mut n, s) = established_pair();
+    n.start_bulk(s, 2_000_000, 10_000, 3);
+    assert!(n.run_until(Instant::from_nanos(60_000_000_000), |n| n.sink.total == 2_000_000));
+    assert_eq!(n.sink.bad, None);
+    assert_eq!(n.sink.msgs, 200);
+    n.run_for(Duration::from_secs(1));
+    let i = n.info(s);
+    assert_eq!(i.stats.retransmits, 0, "{:?} {:?}", i.stats, i.paths);
+    assert_eq!(i.outstanding_bytes, 0);
+    // full DATA chunks carry 1452 user bytes
+    let mut max_data = 0;
+    let mut data_pkts = 0;
+    for (_, h, _, _, b) in &n.cap {
+        if *h != 0 {
+            continue;
+        }
+        let p = SctpPacket::new_checked(&b[..]).unwrap();
+        let mut has = false;
+        for c in p.chunks() {
+            if let Ok(ChunkRepr::Data(d)) = ChunkRepr::parse(&c.unwrap()) {
+                max_data = max_data.max(d.payload.len());
+                has = true;
+            }
+        }
+        data_pkts += has as u32;
+    }
+    assert_eq!(max_data, 1452);
+    // delayed SACK: roughly one SACK per two data packets
+    let sacks = n.h[1].info(n.sink.sock.unwrap()).unwrap().stats.sacks_sent as u32;
+    assert!(sacks >= data_pkts / 2 - 5 && sacks <= data_pkts / 2 + data_pkts / 5 + 10, "sacks {sacks} data packets {data_pkts}");
+    assert_all_packets_valid(&n);
+}
+
+#[test]
+fn transfer_under_random_loss_recovers() {
+    let (mut n, s) = established_pair();
+    n.loss = 0.02;
+    n.start_bulk(s, 1_500_000, 8000, 2);
+    assert!(n.run_until(Instant::from_nanos(600_000_000_000), |n| n.sink.total == 1_500_000), "got {}", n.sink.total);
+    assert_eq!(n.sink.bad, None);
+    let i = n.info(s);
+    assert!(i.stats.retransmits > 0);
+    assert!(i.stats.fast_retransmits > 0, "{:?}", i.stats);
+    let r = n.h[1].info(n.sink.sock.unwrap()).unwrap();
+    assert!(r.stats.dup_tsns < i.stats.retransmits + 5);
+    assert_all_packets_valid(&n);
+}
+
+#[test]
+fn unordered_messages_delivered() {
+    let (mut n, s) = established_pair();
+    n.loss = 0.01;
+    n.start_bulk(s, 300_000, 3000, 1);
+    n.bulk.as_mut().unwrap().unordered = true;
+    assert!(n.run_until(Instant::from_nanos(300_000_000_000), |n| n.sink.total == 300_000));
+    assert_eq!(n.sink.msgs, 100);
+    // unordered DATA has the U bit
+    let u = n.cap.iter().filter(|c| c.1 == 0).any(|c| SctpPacket::new_checked(&c.4[..]).unwrap().chunks().any(|x| matches!(ChunkRepr::parse(&x.unwrap()), Ok(ChunkRepr::Data(d)) if d.flags & data_flags::U != 0)));
+    assert!(u);
+}
+
+#[test]
+fn graceful_shutdown_closes_both_ends() {
+    let (mut n, s) = established_pair();
+    n.start_bulk(s, 100_000, 5000, 1);
+    n.bulk.as_mut().unwrap().shutdown_when_done = true;
+    assert!(n.run_until(Instant::from_nanos(30_000_000_000), |n| n.has_event(0, SockEvent::Closed).is_some() && n.has_event(1, SockEvent::Closed).is_some()));
+    assert_eq!(n.sink.total, 100_000);
+    assert!(n.sink.eof);
+    assert!(n.has_event(1, SockEvent::PeerClosed).is_some());
+    assert_eq!(n.info(s).state, AssocState::Closed);
+    let k0: Vec<u8> = n.chunk_kinds(0).concat();
+    let k1: Vec<u8> = n.chunk_kinds(1).concat();
+    assert!(k0.contains(&kind::SHUTDOWN) && k1.contains(&kind::SHUTDOWN_ACK) && k0.contains(&kind::SHUTDOWN_COMPLETE));
+    assert_eq!(n.h[0].send(n.now, s, 0, b"x", false), Err(SockError::NotConnected));
+}
+
+#[test]
+fn abort_resets_peer() {
+    let (mut n, s) = established_pair();
+    n.h[0].abort(n.now, s).unwrap();
+    n.run_for(Duration::from_millis(100));
+    assert!(n.has_event(1, SockEvent::Reset).is_some());
+    assert_eq!(n.h[1].info(n.sink.sock.unwrap()).unwrap().state, AssocState::Closed);
+    // a later packet to the dead association is answered with ABORT(T) (OOTB §8.4)
+}
+
+#[test]
+fn init_to_closed_port_is_aborted() {
+    let mut n = Net::default_pair();
+    let _s = n.connect(&[a("10.0.1.1")], &[a("10.0.1.2")]);
+    n.run_for(Duration::from_millis(100));
+    assert_eq!(n.has_event(0, SockEvent::ConnectFailed), Some(Instant::from_nanos(20_000_000)));
+}
+
+#[test]
+fn t1_init_retransmits_then_fails() {
+    let mut n = Net::default_pair();
+    n.listen(&[a("10.0.1.2")]);
+    n.down.push(1);
+    let _s = n.connect(&[a("10.0.1.1")], &[a("10.0.1.2")]);
+    n.run_for(Duration::from_secs(1000));
+    let inits = n.chunk_kinds(0).iter().filter(|k| k[0] == kind::INIT).count();
+    assert_eq!(inits, 1 + 8); // max_init_retransmits
+    // 3 + 6 + 12 + 24 + 48 + 60·4 s (RTO doubles from rto_initial, capped at rto_max)
+    let expect = (3 + 6 + 12 + 24 + 48 + 60 * 4) as u64 * 1_000_000_000;
+    assert_eq!(n.has_event(0, SockEvent::ConnectFailed), Some(Instant::from_nanos(expect)));
+}
+
+#[test]
+fn stale_cookie_is_retried_with_preservative() {
+    let mut c1 = SctpConfig::default();
+    c1.set_sysctl("net.sctp.valid_cookie_life", "15").unwrap();
+    let mut n = Net::new(SctpConfig::default(), c1);
+    n.listen(&[a("10.0.1.2")]);
+    let s = n.connect(&[a("10.0.1.1")], &[a("10.0.1.2")]);
+    assert!(n.run_until(Instant::from_nanos(20_000_000_000), |n| n.has_event(0, SockEvent::Connected).is_some()));
+    let k1 = n.chunk_kinds(1);
+    assert!(k1.iter().any(|k| k[0] == kind::ERROR), "stale cookie error expected");
+    let inits = n.chunk_kinds(0).iter().filter(|k| k[0] == kind::INIT).count();
+    assert_eq!(inits, 2);
+    assert_eq!(n.info(s).state, AssocState::Established);
+}
+
+#[test]
+fn forged_cookie_is_discarded() {
+    let (mut n, _s) = established_pair();
+    // replay the COOKIE-ECHO with one cookie byte altered and new ports: no association
+    let (_, _, src, dst, ce) = n.cap.iter().find(|c| c.1 == 0 && c.4[12] == kind::COOKIE_ECHO).cloned().unwrap();
+    let mut b = ce.clone();
+    b[0] ^= 1; // another source port, so it is not the existing association
+    b[12 + 4 + 20] ^= 0x40;
+    SctpPacket::new_unchecked(&mut b[..]).fill_checksum();
+    let before = n.h[1].num_sockets();
+    n.h[1].handle_packet(n.now, src, dst, 0, &b);
+    assert_eq!(n.h[1].num_sockets(), before);
+    // the same with an intact cookie but a different port fails the port check too
+    let mut c = ce.clone();
+    c[0] ^= 1;
+    SctpPacket::new_unchecked(&mut c[..]).fill_checksum();
+    n.h[1].handle_packet(n.now, src, dst, 0, &c);
+    assert_eq!(n.h[1].num_sockets(), before);
+}
+
+fn inject(n: &mut Net, chunks: &[u8]) -> (usize, Vec<Vec<u8>>) {
+    // Header (ports, vtag) from the last packet host 0 sent.
+    let (_, _, src, dst, last) = n.cap.iter().rev().find(|c| c.1 == 0).cloned().unwrap();
+    let mut b = last[..12].to_vec();
+    b.extend_from_slice(chunks);
+    SctpPacket::new_unchecked(&mut b[..]).fill_checksum();
+    let mark = n.cap.len();
+    n.wire.push(Reverse(Wire { at: n.now, seq: u64::MAX, to: 1, src, dst, bytes: b }));
+    n.run_for(Duration::from_millis(5));
+    let replies: Vec<Vec<u8>> = n.cap[mark..].iter().filter(|c| c.1 == 1).map(|c| SctpPacket::new_checked(&c.4[..]).unwrap().chunks().map(|x| x.unwrap().kind()).collect()).collect();
+    (mark, replies)
+}
+
+#[test]
+fn unknown_chunks_follow_type_bits() {
+    let (mut n, _s) = established_pair();
+    let mut hb = [0u8; 12];
+    let mut at = 0;
+    put_tlv(&mut hb, &mut at, param::HEARTBEAT_INFO, &[9, 9, 9, 9]);
+    let mut hbc = vec![0u8; 16];
+    let mut ha = 0;
+    ChunkRepr::Heartbeat { info: &hb[..at] }.emit_at(&mut hbc, &mut ha);
+    let pkt = |t: u8| {
+        let mut v = vec![t, 0, 0, 6, 1, 2, 0, 0];
+        v.extend_from_slice(&hbc[..ha]);
+        v
+    };
+    let (_, r) = inject(&mut n, &pkt(0x3f)); // 00: discard packet silently
+    assert!(r.is_empty(), "{r:?}");
+    let (_, r) = inject(&mut n, &pkt(0x7f)); // 01: discard + report
+    assert_eq!(r, vec![vec![kind::ERROR]]);
+    let (_, r) = inject(&mut n, &pkt(0xbf)); // 10: skip silently
+    assert_eq!(r, vec![vec![kind::HEARTBEAT_ACK]]);
+    let (_, r) = inject(&mut n, &pkt(0xff)); // 11: skip + report
+    assert_eq!(r.concat().iter().filter(|&&k| k == kind::ERROR || k == kind::HEARTBEAT_ACK).count(), 2, "{r:?}");
+}
+
+#[test]
+fn receiver_window_limits_sender_and_reopens() {
+    let (mut n, s) = established_pair();
+    n.sink.reading = false;
+    n.start_bulk(s, 400_000, 4000, 1);
+    n.run_for(Duration::from_secs(3));
+    let i = n.info(s);
+    let r = n.h[1].info(n.sink.sock.unwrap()).unwrap();
+    // rwnd = rcvbuf/2 = 106496 bytes of user data at most
+    assert!(i.outstanding_bytes <= 106_496 + 1452, "{}", i.outstanding_bytes);
+    assert!(r.rwnd < 1452 * 2, "receiver window should be (nearly) closed: {}", r.rwnd);
+    assert!(i.peer_rwnd < 3000);
+    n.sink.reading = true;
+    assert!(n.run_until(Instant::from_nanos(200_000_000_000), |n| n.sink.total == 400_000));
+    assert_eq!(n.sink.bad, None);
+}
+
+#[test]
+fn partial_delivery_for_messages_larger_than_rwnd() {
+    // 2.6.37: rcvbuf 124928 → rwnd 62464 < a 64 KiB message.
+    let c = SctpConfig::profile("linux-2.6.37").unwrap();
+    let mut n = Net::new(c.clone(), c);
+    n.listen(&[a("10.0.1.2")]);
+    let s = n.connect(&[a("10.0.1.1")], &[a("10.0.1.2")]);
+    n.start_bulk(s, 655_360, 65_536, 1);
+    assert!(n.run_until(Instant::from_nanos(100_000_000_000), |n| n.sink.total == 655_360), "got {}", n.sink.total);
+    assert_eq!(n.sink.bad, None);
+    assert_eq!(n.sink.msgs, 10);
+}
+
+#[test]
+fn sndbuf_full_blocks_then_writable() {
+    let (mut n, s) = established_pair();
+    n.sink.reading = false;
+    let big = vec![1u8; 60_000];
+    let mut accepted = 0;
+    loop {
+        let k = n.h[0].send(n.now, s, 0, &big, false).unwrap();
+        if k == 0 {
+            break;
+        }
+        accepted += k;
+    }
+    let i = n.info(s);
+    assert!(i.sndbuf_used >= i.sndbuf, "linux-6 overcommits one message: {} {}", i.sndbuf_used, i.sndbuf);
+    assert!(accepted < 212_992 && accepted >= 60_000, "{accepted}");
+    n.sink.reading = true;
+    n.run_for(Duration::from_secs(2));
+    assert!(n.has_event(0, SockEvent::Writable).is_some());
+}
+
+#[test]
+fn older_kernels_require_the_whole_message_to_fit() {
+    let c = SctpConfig::profile("linux-4.6").unwrap();
+    let mut n = Net::new(c.clone(), c);
+    n.listen(&[a("10.0.1.2")]);
+    let s = n.connect(&[a("10.0.1.1")], &[a("10.0.1.2")]);
+    n.run_for(Duration::from_millis(100));
+    assert_eq!(n.h[0].send(n.now, s, 0, &vec![0u8; 400_000], false), Err(SockError::MsgSize));
+    let k1 = n.h[0].send(n.now, s, 0, &vec![0u8; 100_000], false).unwrap();
+    assert_eq!(k1, 100_000);
+    assert_eq!(n.h[0].send(n.now, s, 0, &vec![0u8; 100_000], false).unwrap(), 0);
+    assert_eq!(n.h[0].send(n.now, s, 99, b"x", false), Err(SockError::InvalidStream));
+}
+
+// ------------------------------------------------------------------------------------
+// multihoming
+// ------------------------------------------------------------------------------------
+
+fn multihomed(c: SctpConfig) -> (Net, SocketId) {
+    let mut n = Net::new(c.clone(), c);
+    n.listen(&[a("10.0.1.2"), a("10.0.2.2")]);
+    let s = n.connect(&[a("10.0.1.1"), a("10.0.2.1")], &[a("10.0.1.2"), a("10.0.2.2")]);
+    assert!(n.run_until(Instant::from_nanos(5_000_000_000), |n| n.has_event(0, SockEvent::Connected).is_some() && n.sink.sock.is_some()));
+    (n, s)
+}
+
+#[test]
+fn multihomed_setup_has_two_paths() {
+    let (n, s) = multihomed(SctpConfig::default());
+    let i = n.info(s);
+    assert_eq!(i.paths.len(), 2);
+    assert_eq!(i.paths[0].addr, a("10.0.1.2"));
+    assert_eq!(i.paths[1].local, a("10.0.2.1"));
+    let r = n.h[1].info(n.sink.sock.unwrap()).unwrap();
+    assert_eq!(r.paths.len(), 2);
+}
+
+#[test]
+fn heartbeats_on_idle_paths() {
+    let (mut n, s) = multihomed(SctpConfig::default());
+    n.run_for(Duration::from_secs(80));
+    let i = n.info(s);
+    assert!(i.stats.heartbeats_sent >= 2 * 2, "{:?}", i.stats);
+    // heartbeats give an RTT sample on both paths: 20 ms
+    for p in &i.paths {
+        assert!((p.srtt_ms - 20.0).abs() < 1.0, "{p:?}");
+        assert_eq!(p.state, PathState::Active);
+    }
+    // interval is hb_interval + RTO (+ jitter < RTO): at most 3 per path in 70 s
+    assert!(i.stats.heartbeats_sent <= 3 * 2, "{:?}", i.stats);
+}
+
+#[test]
+fn failover_to_alternate_path_without_pf() {
+    let mut c = SctpConfig::default();
+    c.set_sysctl("net.sctp.pf_enable", "0").unwrap();
+    let (mut n, s) = multihomed(c);
+    n.capture = false;
+    n.rate = 2_000_000;
+    n.start_bulk(s, 2_000_000, 20_000, 2);
+    n.run_for(Duration::from_secs(2));
+    let t_down = n.now;
+    n.down.push(1);
+    let mut t_inactive = None;
+    let mut step = Duration::from_millis(250);
+    while n.sink.total < 2_000_000 && n.now < t_down + Duration::from_secs(300) {
+        n.run_for(step);
+        let i = n.info(s);
+        if t_inactive.is_none() && i.paths[0].state == PathState::Inactive {
+            t_inactive = Some(n.now);
+            assert_eq!(i.active_path, 1);
+            step = Duration::from_secs(1);
+        }
+    }
+    assert_eq!(n.sink.total, 2_000_000);
+    assert_eq!(n.sink.bad, None);
+    let t = t_inactive.expect("path 0 never marked inactive") - t_down;
+    // Path.Max.Retrans = 5: six T3 expiries, RTO doubling from RTO.Min = 1 s:
+    // 1+2+4+8+16+32 = 63 s, plus up to one RTO of the first timer already running.
+    assert!(t >= Duration::from_secs(62) && t <= Duration::from_secs(65), "failover took {t:?}");
+    let i = n.info(s);
+    assert_eq!(i.state, AssocState::Established);
+}
+
+#[test]
+fn potentially_failed_state_fails_over_quickly_and_returns() {
+    let (mut n, s) = multihomed(SctpConfig::default()); // pf_enable=1, pf_retrans=0
+    n.capture = false;
+    n.rate = 2_000_000;
+    n.start_bulk(s, 2_000_000, 20_000, 2);
+    n.run_for(Duration::from_secs(2));
+    let t_down = n.now;
+    n.down.push(1);
+    let mut t_switch = None;
+    while n.now < t_down + Duration::from_secs(10) {
+        n.run_for(Duration::from_millis(50));
+        if t_switch.is_none() && n.info(s).active_path == 1 {
+            t_switch = Some(n.now - t_down);
+        }
+    }
+    let t = t_switch.expect("no failover");
+    // one T3 expiry: RTO ≈ RTO.Min = 1 s
+    assert!(t >= Duration::from_millis(900) && t <= Duration::from_millis(1300), "{t:?}");
+    assert!(n.run_until(n.now + Duration::from_secs(200), |n| n.sink.total == 2_000_000));
+    assert_eq!(n.sink.bad, None);
+    // link back up: heartbeats on the PF/inactive primary get answered, traffic returns
+    n.down.clear();
+    n.run_for(Duration::from_secs(120));
+    let i = n.info(s);
+    assert_eq!(i.paths[0].state, PathState::Active, "{:?}", i.paths[0]);
+    assert_eq!(i.active_path, 0);
+}
+
+// ------------------------------------------------------------------------------------
+// send-buffer advertisement (chunk 0x96)
+// ------------------------------------------------------------------------------------
+
+fn adv_run(variant: &str, interval_ms: &str) -> (Net, SocketId) {
+    let c0 = cfg_with(&[("net.sctp.sndbuf_adv", variant), ("net.sctp.sndbuf_adv_interval", interval_ms)]);
+    let mut n = Net::new(c0, SctpConfig::default()); // the receiver does not know 0x96
+    n.listen(&[a("10.0.1.2")]);
+    let s = n.connect(&[a("10.0.1.1")], &[a("10.0.1.2")]);
+    n.run_for(Duration::from_millis(100));
+    n.start_bulk(s, 1_000_000, 50_000, 1);
+    assert!(n.run_until(Instant::from_nanos(120_000_000_000), |n| n.sink.total == 1_000_000));
+    assert_eq!(n.sink.bad, None);
+    (n, s)
+}
+
+fn adv_chunks(n: &Net) -> Vec<(bool, u8, Option<u32>)> {
+    // (first chunk of a packet whose next chunk is DATA, flags, value)
+    let mut v = Vec::new();
+    for (_, h, _, _, b) in &n.cap {
+        if *h != 0 {
+            continue;
+        }
+        let p = SctpPacket::new_checked(&b[..]).unwrap();
+        let cs: Vec<_> = p.chunks().map(|c| c.unwrap()).collect();
+        for (i, c) in cs.iter().enumerate() {
+            if let Ok(ChunkRepr::SndbufAdv { flags, value }) = ChunkRepr::parse(c) {
+                let before_data = i == 0 && cs.get(1).is_some_and(|d| d.kind() == kind::DATA);
+                v.push((before_data, flags, value));
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn sndbuf_adv_v4_marks_every_data_packet_and_is_skipped_by_unaware_peer() {
+    let (n, s) = adv_run("v4", "5000");
+    let adv = adv_chunks(&n);
+    let mut data_first = 0;
+    let mut max_payload = 0;
+    for (_, h, _, _, b) in &n.cap {
+        if *h != 0 {
+            continue;
+        }
+        let p = SctpPacket::new_checked(&b[..]).unwrap();
+        let ks: Vec<_> = p.chunks().map(|c| c.unwrap()).collect();
+        if ks.iter().any(|c| c.kind() == kind::DATA) && ks[0].kind() != kind::SACK {
+            data_first += 1;
+            assert_eq!(ks[0].kind(), kind::SNDBUF_ADV);
+            assert_eq!(ks[0].len_field(), 4);
+        }
+        for c in &ks {
+            if let Ok(ChunkRepr::Data(d)) = ChunkRepr::parse(c) {
+                max_payload = max_payload.max(d.payload.len());
+            }
+        }
+    }
+    assert_eq!(max_payload, 1448);
+    assert_eq!(adv.len(), data_first);
+    assert!(adv.iter().all(|a| a.0 && a.1 <= 10 && a.2.is_none()));
+    assert!(adv.iter().any(|a| a.1 > 0), "some packets should report a backlog");
+    // the unmodified receiver skipped them silently: no ERROR chunk at all
+    let r = n.h[1].info(n.sink.sock.unwrap()).unwrap();
+    assert_eq!(r.stats.unknown_chunks_skipped as usize, adv.len());
+    assert!(!n.chunk_kinds(1).concat().contains(&kind::ERROR));
+    assert_eq!(n.info(s).stats.sndbuf_adv_sent as usize, adv.len());
+}
+
+#[test]
+fn sndbuf_adv_v1_timer_carries_32bit_backlog() {
+    let (n, _s) = adv_run("v1", "100");
+    let adv = adv_chunks(&n);
+    assert!(!adv.is_empty());
+    assert!(adv.iter().all(|a| !a.0 && a.1 == 0 && a.2.is_some_and(|v| v > 0)));
+    // length 8 on the wire
+    let found = n.cap.iter().filter(|c| c.1 == 0).any(|c| c.4.windows(4).any(|w| w == [0x96, 0, 0, 8]));
+    assert!(found);
+    assert_eq!(adv_run("v1", "100").0.cap.len(), n.cap.len(), "deterministic");
+}
+
+#[test]
+fn sndbuf_adv_v2_percent_and_v3_decile() {
+    let (n2, _) = adv_run("v2", "100");
+    let a2 = adv_chunks(&n2);
+    assert!(!a2.is_empty() && a2.iter().all(|a| a.1 <= 100 && a.1 > 0 && !a.0));
+    let (n3, _) = adv_run("v3", "100");
+    let a3 = adv_chunks(&n3);
+    assert!(a3.iter().any(|a| a.0), "per-packet marks");
+    assert!(a3.iter().any(|a| !a.0 && a.1 > 0), "timer marks");
+    assert!(a3.iter().all(|a| a.1 <= 10));
+}
+
+#[test]
+fn sndbuf_adv_agache_definition() {
+    let c0 = cfg_with(&[("net.sctp.sndbuf_adv", "v4"), ("net.sctp.sndbuf_adv_backlog", "agache")]);
+    let mut n = Net::new(c0, SctpConfig::default());
+    n.listen(&[a("10.0.1.2")]);
+    let s = n.connect(&[a("10.0.1.1")], &[a("10.0.1.2")]);
+    n.run_for(Duration::from_millis(100));
+    n.start_bulk(s, 1_000_000, 50_000, 1);
+    assert!(n.run_until(Instant::from_nanos(120_000_000_000), |n| n.sink.total == 1_000_000));
+    let adv = adv_chunks(&n);
+    assert!(adv.iter().any(|a| a.1 > 0) && adv.iter().all(|a| a.1 <= 10));
+}
+
+// ------------------------------------------------------------------------------------
+// scale
+// ------------------------------------------------------------------------------------
+
+#[test]
+fn thousand_associations_per_host() {
+    let mut n = Net::default_pair();
+    n.capture = false;
+    let l = n.listen(&[a("10.0.1.2")]);
+    let mut socks = Vec::new();
+    for _ in 0..1000 {
+        socks.push(n.connect(&[a("10.0.1.1")], &[a("10.0.1.2")]));
+    }
+    assert!(n.run_until(Instant::from_nanos(10_000_000_000), |n| n.events.iter().filter(|e| e.1 == 0 && e.3 == SockEvent::Connected).count() == 1000));
+    // the harness's sink only accepts the first; accept the rest and send one message each
+    let mut server = Vec::new();
+    while let Some(x) = n.h[1].accept(l) {
+        server.push(x);
+    }
+    assert_eq!(server.len() + 1, 1000);
+    for &s in &socks {
+        assert_eq!(n.h[0].send(n.now, s, 0, b"hello", false).unwrap(), 5);
+    }
+    n.run_for(Duration::from_secs(1));
+    let mut got = 0;
+    let mut buf = [0u8; 16];
+    for &s in server.iter().chain(n.sink.sock.iter()) {
+        if let Ok(Some(r)) = n.h[1].recv(n.now, s, &mut buf) {
+            got += r.len;
+        }
+    }
+    assert!(got >= 999 * 5 - 5 * 1, "{got}");
+    // idle associations: only the heartbeat timers remain, one heap entry each
+    n.run_for(Duration::from_secs(40));
+}
+
+#[test]
+fn deterministic_runs() {
+    let run = || {
+        let (mut n, s) = established_pair();
+        n.loss = 0.02;
+        n.start_bulk(s, 300_000, 7000, 2);
+        n.run_until(Instant::from_nanos(100_000_000_000), |n| n.sink.total == 300_000);
+        let mut h = 0u64;
+        for c in &n.cap {
+            h = wirelab_core::rng::stable_hash(&c.4) ^ h.rotate_left(5) ^ c.0.as_nanos();
+        }
+        h
+    };
+    assert_eq!(run(), run());
+}
