@@ -321,12 +321,8 @@ impl Sfq {
     }
 }
 
-impl Qdisc for Sfq {
-    fn kind(&self) -> &'static str {
-        "sfq"
-    }
-    fn enqueue(&mut self, now: Instant, mut pkt: Pkt, dropped: &mut Vec<Pkt>) -> Verdict {
-        self.run_timers(now, dropped);
+impl Sfq {
+    fn enqueue_inner(&mut self, now: Instant, mut pkt: Pkt, dropped: &mut Vec<Pkt>) -> Verdict {
         pkt.meta.enqueued = now;
         let hash = self.hash(&pkt);
         let mut x = self.ht[hash as usize];
@@ -373,8 +369,7 @@ impl Qdisc for Sfq {
             Verdict::Congested
         }
     }
-    fn dequeue(&mut self, now: Instant, dropped: &mut Vec<Pkt>) -> Option<Pkt> {
-        self.run_timers(now, dropped);
+    fn dequeue_inner(&mut self) -> Option<Pkt> {
         let mut t = self.tail?;
         let mut a = self.slots[t as usize].next;
         while self.slots[a as usize].allot <= 0 {
@@ -403,6 +398,26 @@ impl Qdisc for Sfq {
             s.allot -= sfq_allot_size(p.len());
         }
         Some(p)
+    }
+}
+
+impl Qdisc for Sfq {
+    fn kind(&self) -> &'static str {
+        "sfq"
+    }
+    fn enqueue(&mut self, now: Instant, pkt: Pkt, dropped: &mut Vec<Pkt>) -> Verdict {
+        let before = dropped.len();
+        self.run_timers(now, dropped);
+        let v = self.enqueue_inner(now, pkt, dropped);
+        if v == Verdict::Queued && dropped.len() > before {
+            Verdict::Congested // the rehash at a perturbation dropped packets
+        } else {
+            v
+        }
+    }
+    fn dequeue(&mut self, now: Instant, dropped: &mut Vec<Pkt>) -> Option<Pkt> {
+        self.run_timers(now, dropped);
+        self.dequeue_inner()
     }
     fn peek_len(&self) -> Option<usize> {
         let mut t = self.tail?;

@@ -145,3 +145,24 @@ mod test {
         assert_eq!(rt_tos2priority(0x08), 2); // IPTOS_THROUGHPUT -> bulk
     }
 }
+
+#[cfg(test)]
+mod hash_test {
+    use super::*;
+    #[test]
+    fn flow_hash_spreads() {
+        let mut buckets = std::collections::BTreeSet::new();
+        for i in 0..1000u32 {
+            let mut d = vec![0u8; 28];
+            d[0] = 0x45;
+            d[9] = 17;
+            d[12..16].copy_from_slice(&[10, 0, (i >> 8) as u8, (i as u8).wrapping_add(1)]);
+            d[16..20].copy_from_slice(&[10, 1, 0, 1]);
+            d[20..22].copy_from_slice(&(10000 + i as u16).to_be_bytes());
+            d[22..24].copy_from_slice(&5001u16.to_be_bytes());
+            buckets.insert(flow_hash(&Pkt::new(d), 0x1234_5678) & 1023);
+        }
+        // 1000 balls in 1024 bins: ~632 distinct expected
+        assert!(buckets.len() > 580, "{}", buckets.len());
+    }
+}

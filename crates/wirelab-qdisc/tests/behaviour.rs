@@ -10,6 +10,26 @@ fn build(script: &str, seed: u64) -> Box<dyn Qdisc> {
     TcConfig::parse(script).unwrap().build(seed, "test/eth0").unwrap()
 }
 
+#[test]
+fn htb_prio_decides_who_borrows_first() {
+    // both leaves are over their 1 Mbit/s rate and borrow from 1:1; prio 0 takes the
+    // parent's spare bandwidth first (htb_dequeue() scans prios from 0)
+    let mut q = build(
+        "htb default 10\n1:1 htb rate 10mbit\n1:10 parent 1:1 htb rate 1mbit ceil 10mbit prio 0\n\
+         1:20 parent 1:1 htb rate 1mbit ceil 10mbit prio 1\nu32 match ip dport 5002 0xffff flowid 1:20",
+        0,
+    );
+    let mut f2 = FlowSpec::new(UDP, 1);
+    f2.dport = 5002;
+    let mut s = vec![
+        Source::at_rate(FlowSpec::new(UDP, 0), 30 * MBIT, Instant::ZERO, secs(6.0)),
+        Source::at_rate(f2, 30 * MBIT, Instant::ZERO, secs(6.0)),
+    ];
+    let o = run_link(q.as_mut(), &mut s, 100 * MBIT, secs(1.0), secs(6.0));
+    let t = throughputs(&o, 5.0);
+    assert!((t[0] / 9e6 - 1.0).abs() < 0.02 && (t[1] / 1e6 - 1.0).abs() < 0.03, "{t:?}");
+}
+
 /// 8 UDP flows with different offered rates (all above the fair share), starting 100 ms
 /// apart; throughput measured from 1 s to 10 s.
 fn eight_flows(proto: u8) -> Vec<Source> {
