@@ -49,10 +49,17 @@ pub fn dumbbell_toml(n: u32, rate: &str, duration_s: f64) -> String {
         s += &format!("[[link]]\na = {{ node = \"r2\" }}\nb = {{ node = \"d{i}\" }}\nnetem = \"rate 1gbit delay 1ms\"\n\n");
     }
     for i in 0..n {
-        s += &format!("[[app]]\nkind = \"udp-cbr\"\nnode = \"s{i}\"\ndst = \"d{i}:5000\"\nrate = \"{}bit\"\nsize = 1472\nstart = \"{}us\"\n\n", per.round() as u64, (i as u64 * 997) % 10_000);
+        s += &format!("[[app]]\nkind = \"udp-cbr\"\nnode = \"s{i}\"\ndst = \"d{i}:5000\"\nrate = \"{}bit\"\nsize = 1472\nstart = \"{}ns\"\n\n", per.round() as u64, start_ns(i, n, per));
         s += &format!("[[app]]\nkind = \"udp-sink\"\nnode = \"d{i}\"\nport = 5000\n\n");
     }
     s
+}
+
+/// Start offsets spread evenly over one datagram interval, so the N sources do not all
+/// hit the bottleneck in the same instant.
+fn start_ns(i: u32, n: u32, per_bps: f64) -> u64 {
+    let interval_ns = 1500.0 * 8.0 / per_bps * 1e9;
+    (interval_ns * i as f64 / n as f64) as u64
 }
 
 /// Peak RSS of this process in MiB (Linux `VmHWM`), 0 elsewhere.

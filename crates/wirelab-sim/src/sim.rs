@@ -301,6 +301,17 @@ impl Sim {
             .flat_map(|(i, nd)| nd.ifaces.iter().map(move |f| (i as NodeId, f.addr)))
             .collect();
         for src in 0..n {
+            // A node with one interface (a typical host) needs only a default route through
+            // its neighbour, as `dhclient` would install; this keeps a 2000-host dumbbell
+            // from holding 2000 × 6000 routes.
+            if self.nodes[src].ifaces.len() == 1 {
+                if let Some(&(_, ifc, via)) = adj[src].first() {
+                    if !self.nodes[src].routes.has(Ipv4Addr::UNSPECIFIED, 0) {
+                        self.nodes[src].routes.add(Ipv4Addr::UNSPECIFIED, 0, NextHop { iface: ifc, via: Some(via) });
+                    }
+                }
+                continue;
+            }
             // BFS from src, remembering the first hop
             let mut first: Vec<Option<(u32, Ipv4Addr)>> = vec![None; n];
             let mut seen = vec![false; n];
