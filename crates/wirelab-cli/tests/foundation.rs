@@ -215,3 +215,16 @@ fn malformed_scenarios_exit_2_naming_file_line_and_key() {
     let (code, err) = wirelab(&["run", "/nonexistent.toml", "--out", "/tmp/x"]);
     assert_eq!(code, 2, "{err}");
 }
+
+#[test]
+fn scheduled_link_down_and_up() {
+    // 100 datagrams/s for 3 s; the link is down from 1 s to 2 s in the h1->h2 direction.
+    let mut text = two_hosts("rate 10mbit delay 5ms", "interval = \"10ms\"\nsize = 100", "3s", false);
+    text = text.replace("[[app]]\nname = \"src\"", "[[event]]\nat = \"1s\"\nlink = \"h1-h2\"\naction = \"down\"\ndirection = \"ab\"\n\n[[event]]\nat = \"2s\"\nlink = \"h1-h2\"\naction = \"up\"\ndirection = \"ab\"\n\n[[app]]\nname = \"src\"");
+    let (_, v) = run_text("events", &text, None);
+    let rx = flow(&v, "sink")["rx_packets"].as_u64().unwrap();
+    // sent at 0..2.99 s = 300; those sent in [1 s, 2 s) and the one in flight at 1 s are lost
+    assert!((198..=200).contains(&rx), "rx {rx}");
+    let link = v["links"].as_array().unwrap().iter().find(|l| l["name"] == "h1-h2:h1->h2").unwrap();
+    assert!(link["dropped_down"].as_u64().unwrap() >= 100);
+}
