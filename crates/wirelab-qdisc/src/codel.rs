@@ -290,7 +290,7 @@ impl Qdisc for Codel {
         self.backlog
     }
     fn stats(&self) -> QdiscStats {
-        let mut s = self.c.to_stats("codel", self.q.len(), self.backlog);
+        let mut s = self.c.snapshot("codel", self.q.len(), self.backlog);
         let v = &self.vars;
         s.xstats.extend([
             ("count", v.count as i64),

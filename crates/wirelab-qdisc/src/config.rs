@@ -198,7 +198,7 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
                         let mut k = 0;
                         while let Some(v) = a.peek().and_then(parse_c_u32) {
                             if k >= 16 {
-                                return Err(format!("prio: more than 16 `priomap` elements"));
+                                return Err("prio: more than 16 `priomap` elements".to_string());
                             }
                             priomap[k] = v.min(255) as u8;
                             k += 1;

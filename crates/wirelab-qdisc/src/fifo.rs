@@ -95,7 +95,7 @@ impl Qdisc for Fifo {
         self.backlog
     }
     fn stats(&self) -> QdiscStats {
-        let mut s = self.c.to_stats(self.kind(), self.q.len(), self.backlog);
+        let mut s = self.c.snapshot(self.kind(), self.q.len(), self.backlog);
         s.xstats.push(("limit", self.limit as i64));
         s
     }

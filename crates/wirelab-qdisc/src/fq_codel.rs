@@ -229,7 +229,7 @@ impl Qdisc for FqCodel {
         self.backlog
     }
     fn stats(&self) -> QdiscStats {
-        let mut s = self.c.to_stats("fq_codel", self.qlen as usize, self.backlog);
+        let mut s = self.c.snapshot("fq_codel", self.qlen as usize, self.backlog);
         s.xstats.extend([
             ("maxpacket", self.cstats.maxpacket as i64),
             ("drop_overlimit", self.drop_overlimit as i64),

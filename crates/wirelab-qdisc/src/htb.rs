@@ -478,7 +478,7 @@ impl Qdisc for Htb {
         self.backlog
     }
     fn stats(&self) -> QdiscStats {
-        let mut s = self.c.to_stats("htb", self.qlen, self.backlog);
+        let mut s = self.c.snapshot("htb", self.qlen, self.backlog);
         s.xstats.push(("default", self.defcls as i64));
         s.xstats.push(("direct_packets_stat", self.direct_pkts as i64));
         s.xstats.push(("direct_qlen", self.direct_qlen as i64));

@@ -270,7 +270,7 @@ impl Counters {
         self.bytes += p.len() as u64;
         self.packets += 1;
     }
-    pub fn to_stats(&self, kind: &'static str, qlen: usize, backlog: usize) -> QdiscStats {
+    pub fn snapshot(&self, kind: &'static str, qlen: usize, backlog: usize) -> QdiscStats {
         QdiscStats {
             kind,
             handle: self.handle,

@@ -70,7 +70,7 @@ impl Qdisc for PfifoFast {
         self.backlog
     }
     fn stats(&self) -> QdiscStats {
-        self.c.to_stats("pfifo_fast", self.qlen_total(), self.backlog)
+        self.c.snapshot("pfifo_fast", self.qlen_total(), self.backlog)
     }
     fn set_ids(&mut self, handle: ClassId, parent: ClassId) {
         self.c.handle = handle;
@@ -178,7 +178,7 @@ impl Qdisc for Prio {
         self.bands.iter().map(|b| b.q.backlog_bytes()).sum()
     }
     fn stats(&self) -> QdiscStats {
-        let mut s = self.c.to_stats("prio", self.qlen(), self.backlog_bytes());
+        let mut s = self.c.snapshot("prio", self.qlen(), self.backlog_bytes());
         s.xstats.push(("bands", self.bands.len() as i64));
         s
     }

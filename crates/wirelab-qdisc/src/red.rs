@@ -74,7 +74,7 @@ pub struct Red {
 }
 
 enum Action {
-    DontMark,
+    Pass,
     ProbMark,
     HardMark,
 }
@@ -114,7 +114,7 @@ impl Red {
         let avg = self.qavg;
         if avg < self.p.qth_min as f64 {
             self.qcount = -1;
-            Action::DontMark
+            Action::Pass
         } else if avg >= self.p.qth_max as f64 {
             self.qcount = -1;
             Action::HardMark
@@ -129,7 +129,7 @@ impl Red {
             } else {
                 self.qr = self.red_random();
             }
-            Action::DontMark
+            Action::Pass
         }
     }
 }
@@ -152,7 +152,7 @@ impl Qdisc for Red {
             None => self.qavg += w * (self.backlog as f64 - self.qavg),
         }
         let congestion_drop = match self.action() {
-            Action::DontMark => false,
+            Action::Pass => false,
             Action::ProbMark => {
                 self.c.overlimits += 1;
                 if self.p.ecn && ecn_set_ce(&mut pkt) {
@@ -211,7 +211,7 @@ impl Qdisc for Red {
         self.backlog
     }
     fn stats(&self) -> QdiscStats {
-        let mut s = self.c.to_stats("red", self.q.len(), self.backlog);
+        let mut s = self.c.snapshot("red", self.q.len(), self.backlog);
         s.xstats.extend([
             ("marked", (self.prob_mark + self.forced_mark) as i64),
             ("early", self.prob_drop as i64),

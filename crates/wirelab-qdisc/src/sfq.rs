@@ -438,7 +438,7 @@ impl Qdisc for Sfq {
         self.backlog
     }
     fn stats(&self) -> QdiscStats {
-        let mut s = self.c.to_stats("sfq", self.qlen as usize, self.backlog);
+        let mut s = self.c.snapshot("sfq", self.qlen as usize, self.backlog);
         s.xstats.push(("limit", self.limit as i64));
         s.xstats.push(("flows", self.maxflows as i64));
         s.xstats.push(("divisor", self.divisor as i64));

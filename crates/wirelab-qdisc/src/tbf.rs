@@ -123,7 +123,7 @@ impl Qdisc for Tbf {
         self.child.backlog_bytes() + self.peeked.as_ref().map_or(0, |p| p.len())
     }
     fn stats(&self) -> QdiscStats {
-        let mut s = self.c.to_stats("tbf", self.qlen(), self.backlog_bytes());
+        let mut s = self.c.snapshot("tbf", self.qlen(), self.backlog_bytes());
         s.xstats.push(("rate_bps", self.p.rate_bps.min(i64::MAX as u64) as i64));
         s.xstats.push(("buffer_ns", self.p.buffer_ns));
         s.xstats.push(("max_size", self.p.max_size as i64));

@@ -178,7 +178,7 @@ fn runs_are_deterministic() {
 #[test]
 fn sfq_perturbation_depends_on_seed() {
     // the dequeue order through SFQ with many flows depends on the hash key
-    let outs: Vec<Vec<u64>> = (0..4).map(|s| exercise_sfq_order(s)).collect();
+    let outs: Vec<Vec<u64>> = (0..4).map(exercise_sfq_order).collect();
     assert!(outs.windows(2).any(|w| w[0] != w[1]));
 }
 

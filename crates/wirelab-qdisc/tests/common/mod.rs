@@ -122,7 +122,7 @@ pub struct Outcome {
 fn source_of(p: &Pkt, srcs: &[Source]) -> Option<usize> {
     let ports = p.ports();
     srcs.iter().position(|s| {
-        p.src_addr() == s.flow.src && p.dst_addr() == s.flow.dst && p.ip_proto() == s.flow.proto && ports.map_or(true, |(a, b)| a == s.flow.sport && b == s.flow.dport)
+        p.src_addr() == s.flow.src && p.dst_addr() == s.flow.dst && p.ip_proto() == s.flow.proto && ports.is_none_or(|(a, b)| a == s.flow.sport && b == s.flow.dport)
     })
 }
 
