@@ -514,7 +514,7 @@ impl Assoc {
                 return;
             }
             if self.paths[i].t3.is_some_and(|t| t <= now) {
-                self.t3_expired(i, now, cfg);
+                self.t3_expired(i, now, cfg, rng);
             }
             if self.paths[i].hb_at.is_some_and(|t| t <= now) {
                 self.hb_expired(i, now, cfg, rng);
@@ -555,7 +555,7 @@ impl Assoc {
     }
 
     /// T3-rtx (RFC 9260 §6.3.3; Linux `sctp_sf_do_6_3_3_rtx` + `sctp_retransmit(T3_RTX)`).
-    fn t3_expired(&mut self, i: usize, now: Instant, cfg: &SctpConfig) {
+    fn t3_expired(&mut self, i: usize, now: Instant, cfg: &SctpConfig, rng: &mut Rng) {
         self.paths[i].t3 = None;
         if self.paths[i].flight == 0 {
             return;
@@ -565,7 +565,7 @@ impl Assoc {
             self.fail(SockEvent::Reset, true);
             return;
         }
-        self.strike(i, cfg, false);
+        self.strike(i, now, cfg, rng);
         let mtu = cfg.pmtu;
         let p = &mut self.paths[i];
         // E1 (sctp_transport_lower_cwnd SCTP_LOWER_CWND_T3_RTX)
@@ -576,7 +576,6 @@ impl Assoc {
         self.fast_recovery = None;
         let alt = self.alternate(i);
         self.mark_rtx(|c| c.path as usize == i, alt, false);
-        let _ = now;
     }
 
     fn hb_expired(&mut self, i: usize, now: Instant, cfg: &SctpConfig, rng: &mut Rng) {
@@ -599,7 +598,7 @@ impl Assoc {
                 self.fail(SockEvent::Reset, true);
                 return;
             }
-            self.strike(i, cfg, true);
+            self.strike(i, now, cfg, rng);
         }
         let nonce = rng.next_u64();
         let p = &mut self.paths[i];
@@ -617,18 +616,27 @@ impl Assoc {
         self.arm_hb(i, now, cfg, rng);
     }
 
-    /// Linux `sctp_do_8_2_transport_strike()`.
-    fn strike(&mut self, i: usize, cfg: &SctpConfig, _is_hb: bool) {
+    /// Linux `sctp_do_8_2_transport_strike()` (6.x): error counters, PF when
+    /// `pf_retrans < error_count < pathmaxrxt` (heartbeats then every RTO), INACTIVE when
+    /// `error_count > pathmaxrxt`, RTO doubled.
+    fn strike(&mut self, i: usize, now: Instant, cfg: &SctpConfig, rng: &mut Rng) {
         self.error_count += 1;
         let p = &mut self.paths[i];
-        p.error_count += 1;
-        if cfg.pf_enable && p.state == PathState::Active && cfg.pf_retrans < cfg.path_max_retrans && p.error_count > cfg.pf_retrans {
+        if p.state != PathState::Inactive {
+            p.error_count += 1;
+        }
+        let mut to_pf = false;
+        if cfg.pf_enable && p.state == PathState::Active && p.error_count < cfg.path_max_retrans && p.error_count > cfg.pf_retrans {
             p.state = PathState::PotentiallyFailed;
+            to_pf = true;
         }
         if p.error_count > cfg.path_max_retrans && p.state != PathState::Inactive {
             p.state = PathState::Inactive;
         }
         p.rto = (p.rto * 2).min(cfg.rto_max);
+        if to_pf {
+            self.arm_hb(i, now, cfg, rng);
+        }
         self.update_active();
     }
 

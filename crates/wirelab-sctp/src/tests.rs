@@ -851,3 +851,73 @@ fn deterministic_runs() {
     };
     assert_eq!(run(), run());
 }
+
+// ------------------------------------------------------------------------------------
+// external dissector check
+// ------------------------------------------------------------------------------------
+
+/// Writes the capture as a pcap with raw IPv4 frames (LINKTYPE_RAW = 101).
+fn write_pcap(n: &Net, path: &std::path::Path) {
+    let mut f = Vec::new();
+    f.extend_from_slice(&0xa1b2c3d4u32.to_le_bytes());
+    f.extend_from_slice(&2u16.to_le_bytes());
+    f.extend_from_slice(&4u16.to_le_bytes());
+    f.extend_from_slice(&0i32.to_le_bytes());
+    f.extend_from_slice(&0u32.to_le_bytes());
+    f.extend_from_slice(&65535u32.to_le_bytes());
+    f.extend_from_slice(&101u32.to_le_bytes());
+    for (k, (t, _, src, dst, b)) in n.cap.iter().enumerate() {
+        let mut ip = vec![0u8; 20 + b.len()];
+        wirelab_wire::Ipv4Repr { src: *src, dst: *dst, protocol: 132, payload_len: b.len(), ttl: 64, tos: 0, ident: k as u16, dont_frag: true }.emit(&mut ip);
+        ip[20..].copy_from_slice(b);
+        let ns = t.as_nanos();
+        f.extend_from_slice(&((ns / 1_000_000_000) as u32).to_le_bytes());
+        f.extend_from_slice(&(((ns % 1_000_000_000) / 1000) as u32).to_le_bytes());
+        f.extend_from_slice(&(ip.len() as u32).to_le_bytes());
+        f.extend_from_slice(&(ip.len() as u32).to_le_bytes());
+        f.extend_from_slice(&ip);
+    }
+    std::fs::write(path, f).unwrap();
+}
+
+#[test]
+fn tshark_dissects_every_packet_without_expert_errors() {
+    let Ok(out) = std::process::Command::new("tshark").arg("-v").output() else {
+        eprintln!("tshark not installed: skipped");
+        return;
+    };
+    if !out.status.success() {
+        return;
+    }
+    // multistream transfer with loss (SACK gaps, dups, retransmissions), chunk 0x96 (V4),
+    // heartbeats and a graceful shutdown
+    let c0 = cfg_with(&[("net.sctp.sndbuf_adv", "v4")]);
+    let mut n = Net::new(c0, SctpConfig::default());
+    n.listen(&[a("10.0.1.2"), a("10.0.2.2")]);
+    let s = n.connect(&[a("10.0.1.1"), a("10.0.2.1")], &[a("10.0.1.2"), a("10.0.2.2")]);
+    n.run_for(Duration::from_millis(100));
+    n.loss = 0.02;
+    n.start_bulk(s, 600_000, 9000, 4);
+    n.bulk.as_mut().unwrap().shutdown_when_done = true;
+    assert!(n.run_until(Instant::from_nanos(200_000_000_000), |n| n.has_event(0, SockEvent::Closed).is_some()));
+    n.loss = 0.0;
+    n.run_for(Duration::from_secs(1));
+    let dir = std::env::var("SCTP_PCAP_DIR").map(std::path::PathBuf::from).unwrap_or_else(|_| std::env::temp_dir().join(format!("wirelab-sctp-{}", std::process::id())));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pcap = dir.join("multistream.pcap");
+    write_pcap(&n, &pcap);
+    let run = |args: &[&str]| {
+        let o = std::process::Command::new("tshark").arg("-r").arg(&pcap).args(["-o", "sctp.checksum:CRC-32C"]).args(args).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let all = run(&["-T", "fields", "-e", "frame.number"]);
+    assert_eq!(all.lines().count(), n.cap.len());
+    let bad = run(&["-Y", "_ws.expert.severity >= 8388608 || _ws.malformed || sctp.checksum.status != 1"]);
+    assert!(bad.trim().is_empty(), "tshark flagged packets:\n{bad}");
+    let adv = run(&["-Y", "sctp.chunk_type == 150", "-T", "fields", "-e", "sctp.chunk_flags"]);
+    assert!(adv.lines().count() > 100, "{}", adv.lines().count());
+    if std::env::var("SCTP_PCAP_DIR").is_err() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
