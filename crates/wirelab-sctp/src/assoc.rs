@@ -602,6 +602,12 @@ impl Assoc {
         }
         let nonce = rng.next_u64();
         let p = &mut self.paths[i];
+        // SCTP_CMD_TRANSPORT_IDLE → sctp_transport_lower_cwnd(SCTP_LOWER_CWND_INACTIVE):
+        // an idle path decays to max(cwnd/2, 4·MTU), ssthresh = cwnd (errata 3.27.2).
+        if p.flight == 0 {
+            p.cwnd = (p.cwnd / 2).max(4 * cfg.pmtu);
+            p.ssthresh = p.cwnd;
+        }
         p.hb_nonce = nonce;
         p.hb_outstanding = true;
         let mut info = [0u8; HB_INFO_LEN];
@@ -1654,6 +1660,12 @@ impl Assoc {
     }
 
     fn can_send_new(&self, cfg: &SctpConfig) -> bool {
+        self.can_send_new_in(cfg, true)
+    }
+
+    /// RFC 9260 §6.1 rules A/B, Max.Burst, and Nagle (which only holds back the first DATA
+    /// of a packet, as Linux's `sctp_packet_can_append_data()` checks `sctp_packet_empty`).
+    fn can_send_new_in(&self, cfg: &SctpConfig, packet_empty: bool) -> bool {
         if !self.data_allowed() || self.first_unsent >= self.q.len() {
             return false;
         }
@@ -1667,7 +1679,7 @@ impl Assoc {
         }
         // Nagle (Linux sctp_packet_can_append_data): hold a sub-MTU tail while data is
         // outstanding unless SCTP_NODELAY.
-        if !self.sock.nodelay && self.outstanding > 0 && self.state == AssocState::Established {
+        if packet_empty && !self.sock.nodelay && self.outstanding > 0 && self.state == AssocState::Established {
             let room = cfg.pmtu as u64 - 20 - 12 - 16;
             if self.out_qlen < room && (c.len as u64) < room {
                 return false;
@@ -1873,7 +1885,7 @@ impl Assoc {
         }
         // new data
         if path == self.active {
-            while self.can_send_new(cfg) {
+            while self.can_send_new_in(cfg, !any) {
                 let k = self.first_unsent;
                 if !self.put_data(now, cfg, k, path, out, at, per_packet_adv) {
                     break;

@@ -84,6 +84,10 @@ struct Net {
     capture: bool,
     bulk: Option<Bulk>,
     sink: Sink,
+    /// DATA-carrying packets host 0 has sent; the n-th (1-based) listed are dropped/duplicated.
+    data_pkts: u64,
+    drop_nth: Vec<u64>,
+    dup_nth: Vec<u64>,
     listener: Option<SocketId>,
 }
 
@@ -106,6 +110,9 @@ impl Net {
             capture: true,
             bulk: None,
             sink: Sink { reading: true, ..Default::default() },
+            data_pkts: 0,
+            drop_nth: Vec::new(),
+            dup_nth: Vec::new(),
             listener: None,
         }
     }
@@ -136,9 +143,21 @@ impl Net {
                 if self.capture {
                     self.cap.push((self.now, h, t.src, t.dst, bytes.clone()));
                 }
+                let mut dup = false;
+                if h == 0 && SctpPacket::new_checked(&bytes[..]).unwrap().chunks().any(|c| c.unwrap().kind() == kind::DATA) {
+                    self.data_pkts += 1;
+                    if self.drop_nth.contains(&self.data_pkts) {
+                        continue;
+                    }
+                    dup = self.dup_nth.contains(&self.data_pkts);
+                }
                 let down = self.down.contains(&t.src.octets()[2]) || self.down.contains(&t.dst.octets()[2]);
                 if down || self.rng.chance(self.loss) {
                     continue;
+                }
+                if dup {
+                    self.seq += 1;
+                    self.wire.push(Reverse(Wire { at: self.now + self.latency + Duration::from_millis(1), seq: self.seq, to: 1 - h, src: t.src, dst: t.dst, bytes: bytes.clone() }));
                 }
                 let mut at = self.now + self.latency;
                 if self.rate > 0 {
@@ -920,4 +939,143 @@ fn tshark_dissects_every_packet_without_expert_errors() {
     if std::env::var("SCTP_PCAP_DIR").is_err() {
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+// ------------------------------------------------------------------------------------
+// SACK, fast retransmit, Nagle
+// ------------------------------------------------------------------------------------
+
+fn sacks_from(n: &Net, h: usize) -> Vec<(Instant, Tsn, Vec<GapBlock>, Vec<Tsn>)> {
+    let mut v = Vec::new();
+    for (t, hh, _, _, b) in &n.cap {
+        if *hh != h {
+            continue;
+        }
+        for c in SctpPacket::new_checked(&b[..]).unwrap().chunks() {
+            if let Ok(ChunkRepr::Sack(s)) = ChunkRepr::parse(&c.unwrap()) {
+                v.push((*t, s.cum_tsn, s.gap_blocks().collect(), s.dup_tsns().collect()));
+            }
+        }
+    }
+    v
+}
+
+fn data_tsns(n: &Net, h: usize) -> Vec<(Instant, Tsn)> {
+    let mut v = Vec::new();
+    for (t, hh, _, _, b) in &n.cap {
+        if *hh != h {
+            continue;
+        }
+        for c in SctpPacket::new_checked(&b[..]).unwrap().chunks() {
+            if let Ok(ChunkRepr::Data(d)) = ChunkRepr::parse(&c.unwrap()) {
+                v.push((*t, d.tsn));
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn delayed_sack_after_sack_timeout() {
+    let (mut n, s) = established_pair();
+    let t0 = n.now;
+    n.h[0].send(n.now, s, 0, &[7u8; 100], false).unwrap();
+    n.run_for(Duration::from_secs(1));
+    let sacks = sacks_from(&n, 1);
+    assert_eq!(sacks.len(), 1);
+    // data arrives after 10 ms; the lone packet is acked when the 200 ms timer fires
+    assert_eq!(sacks[0].0 - t0, Duration::from_millis(210));
+    // sack_timeout is a sysctl
+    let c = cfg_with(&[("net.sctp.sack_timeout", "50")]);
+    let mut n = Net::new(SctpConfig::default(), c);
+    n.listen(&[a("10.0.1.2")]);
+    let s = n.connect(&[a("10.0.1.1")], &[a("10.0.1.2")]);
+    n.run_for(Duration::from_millis(100));
+    let t0 = n.now;
+    n.h[0].send(n.now, s, 0, &[7u8; 100], false).unwrap();
+    n.run_for(Duration::from_secs(1));
+    assert_eq!(sacks_from(&n, 1)[0].0 - t0, Duration::from_millis(60));
+}
+
+#[test]
+fn lost_packet_gives_gap_blocks_and_one_fast_retransmit() {
+    let (mut n, s) = established_pair();
+    n.drop_nth = vec![6];
+    n.start_bulk(s, 300_000, 10_000, 1);
+    assert!(n.run_until(Instant::from_nanos(30_000_000_000), |n| n.sink.total == 300_000));
+    assert_eq!(n.sink.bad, None);
+    let i = n.info(s);
+    assert_eq!(i.stats.fast_retransmits, 1, "{:?}", i.stats);
+    assert_eq!(i.stats.t3_expiries, 0);
+    assert_eq!(i.stats.retransmits, 1);
+    // the receiver reported the hole with gap blocks starting at offset 2, cum TSN fixed
+    let sacks = sacks_from(&n, 1);
+    let with_gaps: Vec<_> = sacks.iter().filter(|x| !x.2.is_empty()).collect();
+    assert!(with_gaps.len() >= 3, "{}", with_gaps.len());
+    let cum = with_gaps[0].1;
+    assert!(with_gaps.iter().take(3).all(|x| x.1 == cum && x.2.len() == 1 && x.2[0].start == 2));
+    // the retransmitted TSN is cum+1, sent once more, and before any RTO could fire
+    let tsns = data_tsns(&n, 0);
+    let sent: Vec<_> = tsns.iter().filter(|x| x.1 == cum.next()).collect();
+    assert_eq!(sent.len(), 2);
+    assert!(sent[1].0 - sent[0].0 < Duration::from_millis(200));
+    // ssthresh/cwnd were halved (but not below 4 MTU)
+    assert!(i.paths[0].ssthresh < 1_000_000);
+}
+
+#[test]
+fn duplicate_data_is_reported_in_sack() {
+    let (mut n, s) = established_pair();
+    n.dup_nth = vec![3];
+    n.start_bulk(s, 100_000, 10_000, 1);
+    assert!(n.run_until(Instant::from_nanos(30_000_000_000), |n| n.sink.total == 100_000));
+    let dups: Vec<Tsn> = sacks_from(&n, 1).into_iter().flat_map(|x| x.3).collect();
+    assert!(!dups.is_empty());
+    let r = n.h[1].info(n.sink.sock.unwrap()).unwrap();
+    assert_eq!(r.stats.dup_tsns as usize, dups.len());
+    let tsns: Vec<Tsn> = data_tsns(&n, 0).into_iter().map(|x| x.1).collect();
+    assert!(dups.iter().all(|d| tsns.contains(d)));
+    assert_eq!(n.sink.total, 100_000);
+    assert_eq!(n.sink.bad, None);
+}
+
+fn small_messages(nodelay: bool) -> usize {
+    let (mut n, s) = established_pair();
+    n.h[0].set_option(s, SockOpt::NoDelay(nodelay)).unwrap();
+    let mark = n.cap.len();
+    n.h[0].send(n.now, s, 0, &[1u8; 100], false).unwrap();
+    for k in 0..20 {
+        n.run_for(Duration::from_millis(5));
+        n.h[0].send(n.now, s, 0, &[k as u8; 100], false).unwrap();
+    }
+    n.run_for(Duration::from_secs(2));
+    assert_eq!(n.sink.total, 2100);
+    n.cap[mark..].iter().filter(|c| c.1 == 0).count()
+}
+
+#[test]
+fn nagle_coalesces_small_messages_unless_nodelay() {
+    let with_nagle = small_messages(false);
+    let nodelay = small_messages(true);
+    assert_eq!(nodelay, 21, "SCTP_NODELAY sends each message at once");
+    assert!(with_nagle < 8, "Nagle holds small messages while data is outstanding: {with_nagle}");
+}
+
+#[test]
+fn max_burst_limits_packets_per_flush() {
+    let (mut n, s) = established_pair();
+    // grow cwnd first
+    n.start_bulk(s, 3_000_000, 60_000, 1);
+    assert!(n.run_until(Instant::from_nanos(60_000_000_000), |n| n.sink.total == 3_000_000));
+    n.run_for(Duration::from_secs(1));
+    assert!(n.info(s).paths[0].cwnd > 20 * 1500);
+    // a large write into an idle association: Linux sctp_transport_burst_limited() caps
+    // cwnd at flight + max_burst·PMTU = 6000 bytes; flight < cwnd admits a 5th 1452-byte
+    // packet (5808 < 6000 before it), so 5 packets leave at once, not cwnd's worth
+    let mark = n.cap.len();
+    let t = n.now;
+    n.h[0].send(n.now, s, 0, &vec![3u8; 60_000], false).unwrap();
+    n.flush();
+    let burst = n.cap[mark..].iter().filter(|c| c.1 == 0 && c.0 == t).count();
+    assert_eq!(burst, 5);
 }
