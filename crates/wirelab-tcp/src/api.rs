@@ -1,0 +1,194 @@
+//! Driver- and application-facing value types: socket ids, errors, options, `tcp_info`.
+use crate::cc::CaState;
+use core::fmt;
+
+/// A socket handle (index into the endpoint's table; never reused within a run).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SocketId(pub u32);
+
+impl fmt::Display for SocketId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sock#{}", self.0)
+    }
+}
+
+/// Why a socket call failed (the errno it mirrors in parentheses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SockError {
+    /// No such socket, or it has been freed (`EBADF`).
+    InvalidSocket,
+    /// The call does not apply to this socket or state (`EINVAL`).
+    InvalidState,
+    /// Not connected (`ENOTCONN`).
+    NotConnected,
+    /// Nothing to read now (`EAGAIN`).
+    WouldBlock,
+    /// Writing after `shutdown(SHUT_WR)` or close (`EPIPE`).
+    BrokenPipe,
+    /// The peer reset the connection (`ECONNRESET`).
+    ConnectionReset,
+    /// Active open refused (`ECONNREFUSED`).
+    ConnectionRefused,
+    /// Retransmissions gave up (`ETIMEDOUT`).
+    TimedOut,
+    /// Address/port already in use (`EADDRINUSE`).
+    AddrInUse,
+    /// No free ephemeral port (`EADDRNOTAVAIL`).
+    AddrNotAvailable,
+    /// Unknown congestion control or bad option value (`ENOENT`/`EINVAL`).
+    BadOption,
+}
+
+impl fmt::Display for SockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SockError::InvalidSocket => "invalid socket (EBADF)",
+            SockError::InvalidState => "invalid in this socket state (EINVAL)",
+            SockError::NotConnected => "not connected (ENOTCONN)",
+            SockError::WouldBlock => "operation would block (EAGAIN)",
+            SockError::BrokenPipe => "broken pipe (EPIPE)",
+            SockError::ConnectionReset => "connection reset by peer (ECONNRESET)",
+            SockError::ConnectionRefused => "connection refused (ECONNREFUSED)",
+            SockError::TimedOut => "connection timed out (ETIMEDOUT)",
+            SockError::AddrInUse => "address in use (EADDRINUSE)",
+            SockError::AddrNotAvailable => "no ephemeral port available (EADDRNOTAVAIL)",
+            SockError::BadOption => "bad socket option value (EINVAL)",
+        })
+    }
+}
+impl std::error::Error for SockError {}
+
+/// Socket options (`setsockopt`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SockOpt {
+    /// `TCP_NODELAY`: disable Nagle.
+    NoDelay(bool),
+    /// `SO_SNDBUF` in bytes: doubled as Linux does, clamped to `wmem_max`, locks autotuning.
+    SndBuf(u32),
+    /// `SO_RCVBUF` in bytes: doubled as Linux does, clamped to `rmem_max`, locks autotuning.
+    RcvBuf(u32),
+    /// `TCP_WINDOW_CLAMP` in bytes.
+    WindowClamp(u32),
+    /// `TCP_CONGESTION` by name ("reno", "cubic").
+    Congestion(String),
+    /// `TCP_QUICKACK`: enter quick-ACK mode now.
+    QuickAck(bool),
+    /// `TCP_THIN_LINEAR_TIMEOUTS` (stored for the thin-stream mechanisms).
+    ThinLinearTimeouts(bool),
+    /// `TCP_THIN_DUPACK` (stored for the thin-stream mechanisms).
+    ThinDupack(bool),
+}
+
+/// TCP states (RFC 9293 names, as `ss` prints them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcpState {
+    /// No connection.
+    Closed,
+    /// Passive open.
+    Listen,
+    /// SYN sent.
+    SynSent,
+    /// SYN received (passive child).
+    SynRecv,
+    /// Data transfer.
+    Established,
+    /// FIN sent, not yet ACKed.
+    FinWait1,
+    /// Our FIN ACKed, waiting for the peer's.
+    FinWait2,
+    /// Peer's FIN received.
+    CloseWait,
+    /// Both FINs sent, ours not ACKed.
+    Closing,
+    /// FIN sent after CloseWait.
+    LastAck,
+    /// 2·MSL wait.
+    TimeWait,
+}
+
+impl TcpState {
+    /// `ss` spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            TcpState::Closed => "CLOSE",
+            TcpState::Listen => "LISTEN",
+            TcpState::SynSent => "SYN-SENT",
+            TcpState::SynRecv => "SYN-RECV",
+            TcpState::Established => "ESTAB",
+            TcpState::FinWait1 => "FIN-WAIT-1",
+            TcpState::FinWait2 => "FIN-WAIT-2",
+            TcpState::CloseWait => "CLOSE-WAIT",
+            TcpState::Closing => "CLOSING",
+            TcpState::LastAck => "LAST-ACK",
+            TcpState::TimeWait => "TIME-WAIT",
+        }
+    }
+}
+
+/// A snapshot with `tcp_info` / `ss -ti` field names. Times in µs, windows and buffers in
+/// bytes, cwnd/ssthresh and the scoreboard counters in packets.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TcpInfo {
+    /// Connection state.
+    pub state: TcpState,
+    /// Congestion-avoidance state.
+    pub ca_state: CaState,
+    /// `snd_cwnd` (packets).
+    pub cwnd: u32,
+    /// `snd_ssthresh` (packets; 0x7fffffff = infinite).
+    pub ssthresh: u32,
+    /// Smoothed RTT (µs).
+    pub srtt_us: u32,
+    /// RTT variation (µs, `mdev_us >> 2` as `tcpi_rttvar`).
+    pub rttvar_us: u32,
+    /// Current RTO including backoff (µs).
+    pub rto_us: u32,
+    /// Exponential backoff count.
+    pub backoff: u32,
+    /// Sending MSS (`mss_cache`).
+    pub snd_mss: u32,
+    /// Receiver's estimate of the peer's MSS (`icsk_ack.rcv_mss`).
+    pub rcv_mss: u32,
+    /// `packets_out`.
+    pub unacked: u32,
+    /// `sacked_out`.
+    pub sacked: u32,
+    /// `lost_out`.
+    pub lost: u32,
+    /// `retrans_out`.
+    pub retrans: u32,
+    /// `total_retrans`.
+    pub total_retrans: u32,
+    /// Peer's advertised window (bytes, scaled).
+    pub snd_wnd: u32,
+    /// Our last advertised window (bytes).
+    pub rcv_wnd: u32,
+    /// `rcv_ssthresh`.
+    pub rcv_ssthresh: u32,
+    /// `window_clamp`.
+    pub window_clamp: u32,
+    /// `sk_sndbuf`.
+    pub sndbuf: u32,
+    /// `sk_rcvbuf`.
+    pub rcvbuf: u32,
+    /// Bytes written but not yet sent.
+    pub notsent_bytes: u32,
+    /// Bytes cumulatively ACKed by the peer.
+    pub bytes_acked: u64,
+    /// Bytes received in order.
+    pub bytes_received: u64,
+    /// Segments sent / received.
+    pub segs_out: u64,
+    /// Segments received.
+    pub segs_in: u64,
+    /// Packets delivered (`tp->delivered`).
+    pub delivered: u64,
+    /// Latest delivery-rate sample (bytes/s), as `tcpi_delivery_rate`.
+    pub delivery_rate: u64,
+    /// Our receive window scale.
+    pub rcv_wscale: u8,
+    /// Peer's window scale.
+    pub snd_wscale: u8,
+    /// Congestion-control algorithm name.
+    pub congestion: &'static str,
+}

@@ -1,0 +1,501 @@
+//! Per-host TCP configuration: Linux sysctl knobs plus the era constants a profile fixes.
+//!
+//! Knobs keep their sysctl spelling (`tcp_rmem`, `tcp_congestion_control`, …). Constants
+//! that Linux compiles in (`TCP_RTO_MIN`, `TCP_DELACK_MIN`, HZ …) are fields too, so a
+//! profile can pin the values of its era. See docs/tcp.md for the profile table.
+use core::fmt;
+use wirelab_core::Duration;
+
+/// A congestion-control algorithm (`net.ipv4.tcp_congestion_control`, `TCP_CONGESTION`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CongestionAlgo {
+    /// Reno with NewReno recovery (RFC 5681/6582) as in Linux `tcp_reno_*`.
+    Reno,
+    /// CUBIC with HyStart, mirroring `net/ipv4/tcp_cubic.c`.
+    Cubic,
+}
+
+impl CongestionAlgo {
+    /// From the name Linux uses.
+    pub fn from_name(name: &str) -> Result<Self, ConfigError> {
+        match name.trim() {
+            "reno" | "newreno" => Ok(CongestionAlgo::Reno),
+            "cubic" => Ok(CongestionAlgo::Cubic),
+            other => Err(ConfigError::new(format!(
+                "unknown congestion control `{other}` (available: reno cubic)"
+            ))),
+        }
+    }
+    /// The Linux name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CongestionAlgo::Reno => "reno",
+            CongestionAlgo::Cubic => "cubic",
+        }
+    }
+}
+
+/// A configuration string that could not be applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// What went wrong, naming the key or profile.
+    pub msg: String,
+}
+impl ConfigError {
+    fn new(msg: String) -> Self {
+        ConfigError { msg }
+    }
+}
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+impl std::error::Error for ConfigError {}
+
+/// CUBIC module parameters (`/sys/module/tcp_cubic/parameters/*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CubicParams {
+    /// `beta` (out of 1024): multiplicative decrease, 717 ≈ 0.7.
+    pub beta: u32,
+    /// `bic_scale`: C = bic_scale·10/1024 ≈ 0.4 for 41.
+    pub bic_scale: u32,
+    /// `fast_convergence`.
+    pub fast_convergence: bool,
+    /// `tcp_friendliness`.
+    pub tcp_friendliness: bool,
+    /// `hystart`.
+    pub hystart: bool,
+    /// `hystart_detect`: bit 0 ACK train, bit 1 delay.
+    pub hystart_detect: u8,
+    /// `hystart_low_window` (segments).
+    pub hystart_low_window: u32,
+    /// `hystart_ack_delta_us`.
+    pub hystart_ack_delta_us: u32,
+    /// Lower clamp of the HyStart delay threshold (`HYSTART_DELAY_MIN`): 4 ms since 5.7,
+    /// 2 ms before.
+    pub hystart_delay_min_us: u32,
+    /// Upper clamp (`HYSTART_DELAY_MAX`), 16 ms.
+    pub hystart_delay_max_us: u32,
+}
+
+impl Default for CubicParams {
+    fn default() -> Self {
+        CubicParams {
+            beta: 717,
+            bic_scale: 41,
+            fast_convergence: true,
+            tcp_friendliness: true,
+            hystart: true,
+            hystart_detect: 3,
+            hystart_low_window: 16,
+            hystart_ack_delta_us: 2000,
+            hystart_delay_min_us: 4000,
+            hystart_delay_max_us: 16000,
+        }
+    }
+}
+
+/// Per-host TCP configuration (one per [`crate::TcpEndpoint`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TcpConfig {
+    /// Profile name this configuration started from.
+    pub profile: &'static str,
+    /// `net.ipv4.tcp_rmem`: min, default, max receive buffer (bytes).
+    pub tcp_rmem: [u32; 3],
+    /// `net.ipv4.tcp_wmem`: min, default, max send buffer (bytes).
+    pub tcp_wmem: [u32; 3],
+    /// `net.core.rmem_max`: ceiling for `SO_RCVBUF`.
+    pub rmem_max: u32,
+    /// `net.core.wmem_max`: ceiling for `SO_SNDBUF`.
+    pub wmem_max: u32,
+    /// `net.ipv4.tcp_sack`.
+    pub tcp_sack: bool,
+    /// `net.ipv4.tcp_dsack`.
+    pub tcp_dsack: bool,
+    /// `net.ipv4.tcp_timestamps`.
+    pub tcp_timestamps: bool,
+    /// `net.ipv4.tcp_window_scaling`.
+    pub tcp_window_scaling: bool,
+    /// `net.ipv4.tcp_congestion_control`.
+    pub tcp_congestion_control: CongestionAlgo,
+    /// `net.ipv4.tcp_moderate_rcvbuf`: receive-buffer autotuning.
+    pub tcp_moderate_rcvbuf: bool,
+    /// `net.ipv4.tcp_slow_start_after_idle` (RFC 2861 cwnd validation).
+    pub tcp_slow_start_after_idle: bool,
+    /// `net.ipv4.tcp_no_metrics_save`. wirelab never caches per-destination metrics, i.e.
+    /// always behaves as if this were 1; 0 is accepted and documented as a deviation.
+    pub tcp_no_metrics_save: bool,
+    /// `net.ipv4.tcp_adv_win_scale`: share of buffer space offered as window.
+    pub tcp_adv_win_scale: i32,
+    /// `net.ipv4.tcp_reordering`: initial dupthresh.
+    pub tcp_reordering: u32,
+    /// `net.ipv4.tcp_retries2`.
+    pub tcp_retries2: u32,
+    /// `net.ipv4.tcp_syn_retries`.
+    pub tcp_syn_retries: u32,
+    /// `net.ipv4.tcp_synack_retries`.
+    pub tcp_synack_retries: u32,
+    /// `net.ipv4.tcp_fin_timeout`: FIN_WAIT2 lifetime of orphaned sockets.
+    pub tcp_fin_timeout: Duration,
+    /// `net.ipv4.tcp_early_retrans` (stored for the RACK-TLP/ER issue; not yet acted on).
+    pub tcp_early_retrans: u32,
+    /// `net.ipv4.tcp_recovery` (stored; RACK not yet implemented).
+    pub tcp_recovery: u32,
+    /// `net.ipv4.tcp_frto` (stored; F-RTO not yet implemented).
+    pub tcp_frto: u32,
+    /// `net.ipv4.tcp_thin_linear_timeouts` (stored for the thin-stream issue).
+    pub tcp_thin_linear_timeouts: bool,
+    /// `net.ipv4.tcp_thin_dupack` (stored for the thin-stream issue).
+    pub tcp_thin_dupack: bool,
+    /// `net.ipv4.ip_local_port_range`.
+    pub ip_local_port_range: (u16, u16),
+    /// `net.core.somaxconn`: ceiling for `listen()` backlogs.
+    pub somaxconn: u32,
+    /// PRR (RFC 6937, Linux 3.2+) paces the cwnd reduction in recovery. Without it the
+    /// window drops to ssthresh at once (an approximation of pre-3.2 rate halving).
+    pub prr: bool,
+    /// `TCP_INIT_CWND` (segments).
+    pub init_cwnd: u32,
+    /// `TCP_RTO_MIN` (also the route `rto_min`).
+    pub rto_min: Duration,
+    /// `TCP_RTO_MAX`.
+    pub rto_max: Duration,
+    /// `TCP_TIMEOUT_INIT`: RTO before any sample.
+    pub rto_init: Duration,
+    /// `TCP_DELACK_MIN`.
+    pub delack_min: Duration,
+    /// `TCP_DELACK_MAX`.
+    pub delack_max: Duration,
+    /// `TCP_ATO_MIN`.
+    pub ato_min: Duration,
+    /// `TCP_MAX_QUICKACKS`.
+    pub max_quickacks: u32,
+    /// `TCP_TIMEWAIT_LEN` (2·MSL).
+    pub timewait_len: Duration,
+    /// Kernel HZ: timers are rounded up to whole jiffies, CUBIC runs on jiffies.
+    pub hz: u32,
+    /// Interface MTU; the advertised MSS is `mtu - 40`.
+    pub mtu: u32,
+    /// CUBIC module parameters.
+    pub cubic: CubicParams,
+}
+
+/// All profile names.
+pub const PROFILES: &[&str] =
+    &["linux-6", "linux-4.6", "linux-3.14", "linux-2.6.37", "linux-2.2", "freebsd-4.10"];
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig::linux6()
+    }
+}
+
+fn parse_bool(key: &str, v: &str) -> Result<bool, ConfigError> {
+    match v.trim() {
+        "0" => Ok(false),
+        "1" => Ok(true),
+        other => Err(ConfigError::new(format!("{key}: expected 0 or 1, got `{other}`"))),
+    }
+}
+fn parse_u32(key: &str, v: &str) -> Result<u32, ConfigError> {
+    v.trim()
+        .parse::<u32>()
+        .map_err(|_| ConfigError::new(format!("{key}: expected an unsigned integer, got `{v}`")))
+}
+fn parse_triple(key: &str, v: &str) -> Result<[u32; 3], ConfigError> {
+    let parts: Vec<&str> = v.split_whitespace().collect();
+    if parts.len() != 3 {
+        return Err(ConfigError::new(format!("{key}: expected three numbers `min default max`, got `{v}`")));
+    }
+    let mut out = [0u32; 3];
+    for (o, p) in out.iter_mut().zip(parts) {
+        *o = parse_u32(key, p)?;
+    }
+    if !(out[0] <= out[1] && out[1] <= out[2]) || out[0] == 0 {
+        return Err(ConfigError::new(format!("{key}: need 0 < min <= default <= max, got `{v}`")));
+    }
+    Ok(out)
+}
+
+impl TcpConfig {
+    fn linux6() -> Self {
+        TcpConfig {
+            profile: "linux-6",
+            tcp_rmem: [4096, 131072, 6291456],
+            tcp_wmem: [4096, 16384, 4194304],
+            rmem_max: 212992,
+            wmem_max: 212992,
+            tcp_sack: true,
+            tcp_dsack: true,
+            tcp_timestamps: true,
+            tcp_window_scaling: true,
+            tcp_congestion_control: CongestionAlgo::Cubic,
+            tcp_moderate_rcvbuf: true,
+            tcp_slow_start_after_idle: true,
+            tcp_no_metrics_save: true,
+            tcp_adv_win_scale: 1,
+            tcp_reordering: 3,
+            tcp_retries2: 15,
+            tcp_syn_retries: 6,
+            tcp_synack_retries: 5,
+            tcp_fin_timeout: Duration::from_secs(60),
+            tcp_early_retrans: 3,
+            tcp_recovery: 1,
+            tcp_frto: 2,
+            tcp_thin_linear_timeouts: false,
+            tcp_thin_dupack: false,
+            ip_local_port_range: (32768, 60999),
+            somaxconn: 4096,
+            prr: true,
+            init_cwnd: 10,
+            rto_min: Duration::from_millis(200),
+            rto_max: Duration::from_secs(120),
+            rto_init: Duration::from_secs(1),
+            delack_min: Duration::from_millis(40),
+            delack_max: Duration::from_millis(200),
+            ato_min: Duration::from_millis(40),
+            max_quickacks: 16,
+            timewait_len: Duration::from_secs(60),
+            hz: 1000,
+            mtu: 1500,
+            cubic: CubicParams::default(),
+        }
+    }
+
+    /// The constants and defaults of a named era: `linux-6` (default), `linux-4.6`,
+    /// `linux-3.14`, `linux-2.6.37`, `linux-2.2`, `freebsd-4.10`. Values that could not be
+    /// verified for an era are approximations, listed in docs/tcp.md.
+    pub fn profile(name: &str) -> Result<TcpConfig, ConfigError> {
+        let mut c = TcpConfig::linux6();
+        match name {
+            "linux-6" | "default" => {}
+            "linux-4.6" => {
+                c.profile = "linux-4.6";
+                c.tcp_rmem = [4096, 87380, 6291456];
+                c.hz = 250;
+                c.somaxconn = 128;
+                c.cubic.hystart_delay_min_us = 2000;
+            }
+            "linux-3.14" => {
+                c.profile = "linux-3.14";
+                c.tcp_rmem = [4096, 87380, 6291456];
+                c.hz = 250;
+                c.somaxconn = 128;
+                c.tcp_recovery = 0;
+                c.cubic.hystart_delay_min_us = 2000;
+            }
+            "linux-2.6.37" => {
+                c.profile = "linux-2.6.37";
+                c.tcp_rmem = [4096, 87380, 4194304];
+                c.tcp_wmem = [4096, 16384, 4194304];
+                c.rmem_max = 131071;
+                c.wmem_max = 131071;
+                c.tcp_adv_win_scale = 2;
+                c.hz = 250;
+                c.somaxconn = 128;
+                c.init_cwnd = 3; // RFC 3390 at MSS 1460
+                c.rto_init = Duration::from_secs(3);
+                c.prr = false;
+                c.tcp_recovery = 0;
+                c.tcp_early_retrans = 0;
+                c.cubic.hystart_delay_min_us = 2000;
+            }
+            "linux-2.2" => {
+                c.profile = "linux-2.2";
+                // 2.2 had no tcp_rmem/tcp_wmem; net.core.{r,w}mem_default was 64 KiB.
+                c.tcp_rmem = [4096, 65535, 65535];
+                c.tcp_wmem = [4096, 65535, 65535];
+                c.rmem_max = 65535;
+                c.wmem_max = 65535;
+                c.tcp_moderate_rcvbuf = false;
+                c.tcp_congestion_control = CongestionAlgo::Reno;
+                c.tcp_dsack = false;
+                c.tcp_adv_win_scale = 1;
+                c.hz = 100;
+                c.somaxconn = 128;
+                c.init_cwnd = 2;
+                c.rto_init = Duration::from_secs(3);
+                c.delack_min = Duration::from_millis(20);
+                c.ato_min = Duration::from_millis(20);
+                c.prr = false;
+                c.tcp_recovery = 0;
+                c.tcp_early_retrans = 0;
+                c.tcp_frto = 0;
+                c.cubic.hystart = false;
+            }
+            "freebsd-4.10" => {
+                // Approximation: Linux machinery with FreeBSD 4.x defaults (docs/tcp.md).
+                c.profile = "freebsd-4.10";
+                c.tcp_rmem = [4096, 65536, 65536];
+                c.tcp_wmem = [4096, 32768, 32768];
+                c.rmem_max = 262144;
+                c.wmem_max = 262144;
+                c.tcp_moderate_rcvbuf = false;
+                c.tcp_sack = false;
+                c.tcp_dsack = false;
+                c.tcp_congestion_control = CongestionAlgo::Reno;
+                c.hz = 100;
+                c.somaxconn = 128;
+                c.init_cwnd = 1; // net.inet.tcp.slowstart_flightsize
+                c.rto_init = Duration::from_secs(3);
+                c.delack_min = Duration::from_millis(100);
+                c.delack_max = Duration::from_millis(100);
+                c.ato_min = Duration::from_millis(100);
+                c.max_quickacks = 0;
+                c.prr = false;
+                c.tcp_recovery = 0;
+                c.tcp_early_retrans = 0;
+                c.tcp_frto = 0;
+                c.ip_local_port_range = (49152, 65535);
+                c.cubic.hystart = false;
+            }
+            other => {
+                return Err(ConfigError::new(format!(
+                    "unknown TCP profile `{other}` (available: {})",
+                    PROFILES.join(", ")
+                )))
+            }
+        }
+        Ok(c)
+    }
+
+    /// Sets a knob by its sysctl name (with or without the `net.ipv4.`/`net.core.` prefix,
+    /// `/` or `.` separated). Unknown keys and bad values are errors naming the key.
+    pub fn set_sysctl(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        let k = key.trim().replace('/', ".");
+        let short = k
+            .strip_prefix("net.ipv4.")
+            .or_else(|| k.strip_prefix("net.core."))
+            .unwrap_or(&k);
+        let v = value;
+        match short {
+            "tcp_rmem" => self.tcp_rmem = parse_triple(key, v)?,
+            "tcp_wmem" => self.tcp_wmem = parse_triple(key, v)?,
+            "rmem_max" => self.rmem_max = parse_u32(key, v)?,
+            "wmem_max" => self.wmem_max = parse_u32(key, v)?,
+            "tcp_sack" => self.tcp_sack = parse_bool(key, v)?,
+            "tcp_dsack" => self.tcp_dsack = parse_bool(key, v)?,
+            "tcp_timestamps" => self.tcp_timestamps = parse_u32(key, v)? != 0,
+            "tcp_window_scaling" => self.tcp_window_scaling = parse_bool(key, v)?,
+            "tcp_congestion_control" => {
+                self.tcp_congestion_control = CongestionAlgo::from_name(v)
+                    .map_err(|e| ConfigError::new(format!("{key}: {e}")))?
+            }
+            "tcp_moderate_rcvbuf" => self.tcp_moderate_rcvbuf = parse_bool(key, v)?,
+            "tcp_slow_start_after_idle" => self.tcp_slow_start_after_idle = parse_bool(key, v)?,
+            "tcp_no_metrics_save" => self.tcp_no_metrics_save = parse_bool(key, v)?,
+            "tcp_adv_win_scale" => {
+                let x: i32 = v.trim().parse().map_err(|_| {
+                    ConfigError::new(format!("{key}: expected an integer in -31..=31, got `{v}`"))
+                })?;
+                if !(-31..=31).contains(&x) || x == 0 {
+                    return Err(ConfigError::new(format!("{key}: must be in -31..=31 and non-zero")));
+                }
+                self.tcp_adv_win_scale = x;
+            }
+            "tcp_reordering" => self.tcp_reordering = parse_u32(key, v)?.max(1),
+            "tcp_retries2" => self.tcp_retries2 = parse_u32(key, v)?,
+            "tcp_syn_retries" => self.tcp_syn_retries = parse_u32(key, v)?.clamp(1, 127),
+            "tcp_synack_retries" => self.tcp_synack_retries = parse_u32(key, v)?,
+            "tcp_fin_timeout" => self.tcp_fin_timeout = Duration::from_secs(parse_u32(key, v)? as u64),
+            "tcp_early_retrans" => self.tcp_early_retrans = parse_u32(key, v)?.min(4),
+            "tcp_recovery" => self.tcp_recovery = parse_u32(key, v)?,
+            "tcp_frto" => self.tcp_frto = parse_u32(key, v)?.min(2),
+            "tcp_thin_linear_timeouts" => self.tcp_thin_linear_timeouts = parse_bool(key, v)?,
+            "tcp_thin_dupack" => self.tcp_thin_dupack = parse_bool(key, v)?,
+            "somaxconn" => self.somaxconn = parse_u32(key, v)?,
+            "ip_local_port_range" => {
+                let p: Vec<&str> = v.split_whitespace().collect();
+                let bad = || ConfigError::new(format!("{key}: expected `low high` ports, got `{v}`"));
+                if p.len() != 2 {
+                    return Err(bad());
+                }
+                let lo: u16 = p[0].parse().map_err(|_| bad())?;
+                let hi: u16 = p[1].parse().map_err(|_| bad())?;
+                if lo == 0 || lo > hi {
+                    return Err(bad());
+                }
+                self.ip_local_port_range = (lo, hi);
+            }
+            _ => {
+                return Err(ConfigError::new(format!("unknown or unsupported TCP sysctl `{key}`")))
+            }
+        }
+        Ok(())
+    }
+
+    /// Our advertised MSS (`advmss`), before subtracting the timestamp option.
+    pub fn advmss(&self) -> u32 {
+        self.mtu.saturating_sub(40).max(88)
+    }
+
+    /// `tcp_win_from_space()`: the share of `space` bytes offered as window.
+    pub(crate) fn win_from_space(&self, space: i64) -> i64 {
+        let s = self.tcp_adv_win_scale;
+        if s <= 0 {
+            space >> (-s)
+        } else {
+            space - (space >> s)
+        }
+    }
+    /// `tcp_space_from_win()`: inverse of [`win_from_space`](Self::win_from_space).
+    pub(crate) fn space_from_win(&self, win: i64) -> i64 {
+        let s = self.tcp_adv_win_scale;
+        if s <= 0 {
+            win << (-s)
+        } else {
+            // win = space * (1 - 2^-s)  =>  space = win * 2^s / (2^s - 1)
+            let d = (1i64 << s) - 1;
+            (win << s) / d.max(1)
+        }
+    }
+    /// One jiffy.
+    pub(crate) fn jiffy(&self) -> Duration {
+        Duration::from_nanos(1_000_000_000 / self.hz.max(1) as u64)
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn profiles_parse_and_differ() {
+        for p in PROFILES {
+            let c = TcpConfig::profile(p).unwrap();
+            assert_eq!(&c.profile, p);
+        }
+        assert_eq!(TcpConfig::profile("linux-2.6.37").unwrap().init_cwnd, 3);
+        assert_eq!(TcpConfig::profile("linux-6").unwrap().tcp_rmem[1], 131072);
+        assert!(!TcpConfig::profile("freebsd-4.10").unwrap().tcp_sack);
+        let e = TcpConfig::profile("linux-9").unwrap_err();
+        assert!(e.to_string().contains("linux-9"));
+    }
+
+    #[test]
+    fn sysctl_keys() {
+        let mut c = TcpConfig::default();
+        c.set_sysctl("net.ipv4.tcp_rmem", "4096 87380 1000000").unwrap();
+        assert_eq!(c.tcp_rmem, [4096, 87380, 1000000]);
+        c.set_sysctl("net.ipv4.tcp_congestion_control", "reno").unwrap();
+        assert_eq!(c.tcp_congestion_control, CongestionAlgo::Reno);
+        c.set_sysctl("net/ipv4/tcp_sack", "0").unwrap();
+        assert!(!c.tcp_sack);
+        let e = c.set_sysctl("net.ipv4.tcp_bogus", "1").unwrap_err();
+        assert!(e.to_string().contains("net.ipv4.tcp_bogus"));
+        assert!(c.set_sysctl("net.ipv4.tcp_rmem", "1 2").is_err());
+        assert!(c.set_sysctl("net.ipv4.tcp_sack", "yes").is_err());
+        assert!(c.set_sysctl("net.ipv4.tcp_congestion_control", "bbr").is_err());
+    }
+
+    #[test]
+    fn win_space_inverse() {
+        let mut c = TcpConfig::default();
+        assert_eq!(c.win_from_space(131072), 65536);
+        assert_eq!(c.space_from_win(65536), 131072);
+        c.tcp_adv_win_scale = 2;
+        assert_eq!(c.win_from_space(87380), 65535);
+        assert!((c.space_from_win(65535) - 87380).abs() <= 2);
+    }
+}

@@ -1,0 +1,527 @@
+//! One host's TCP: demultiplexing, listeners, ephemeral ports, RSTs, and the timer heap.
+//!
+//! Like quinn's `Endpoint`, this layer only routes: a segment goes to the connection that
+//! owns its 4-tuple, to a listener (which creates a SYN-RECV child), or is answered with an
+//! RST (`tcp_v4_send_reset`). All protocol state lives in [`crate::conn`].
+//!
+//! Call order (see `wirelab_core::transport`): after every `handle_*` or command, drain
+//! `poll_transmit` until `None`, then `poll_event`, then read `poll_timeout`.
+use crate::api::{SockError, SockOpt, SocketId, TcpInfo, TcpState};
+use crate::config::TcpConfig;
+use crate::conn::{Conn, Out, RstSpec};
+use crate::wire::{flags, TcpPacket, TcpRepr};
+use core::hash::{BuildHasherDefault, Hasher};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use wirelab_core::{Instant, Rng, SockEvent, Transmit, HEADROOM};
+
+/// A small multiplicative hasher for fixed-size keys (lookups only; never iterated).
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64)
+    }
+    fn write_u16(&mut self, v: u16) {
+        self.write_u64(v as u64)
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+type FxBuild = BuildHasherDefault<FxHasher>;
+
+/// (local ip, remote ip, local port << 16 | remote port)
+type Tuple = (u32, u32, u32);
+
+fn tuple(local: SocketAddrV4, remote: SocketAddrV4) -> Tuple {
+    (u32::from(*local.ip()), u32::from(*remote.ip()), (local.port() as u32) << 16 | remote.port() as u32)
+}
+
+struct Listener {
+    local: SocketAddrV4,
+    backlog: u32,
+    accept_q: VecDeque<SocketId>,
+    synrecv: u32,
+}
+
+enum Slot {
+    Free,
+    Listener(Box<Listener>),
+    Conn(Box<Conn>),
+}
+
+/// A host's TCP stack (sans-IO).
+pub struct TcpEndpoint {
+    cfg: TcpConfig,
+    rng: Rng,
+    slots: Vec<Slot>,
+    demux: HashMap<Tuple, SocketId, FxBuild>,
+    listeners: HashMap<(u32, u16), SocketId, FxBuild>,
+    heap: BinaryHeap<Reverse<(Instant, u32)>>,
+    ready: VecDeque<u32>,
+    events: VecDeque<(SocketId, SockEvent)>,
+    rsts: VecDeque<RstSpec>,
+}
+
+impl TcpEndpoint {
+    /// A stack with configuration `cfg`; `rng` draws ISNs, timestamp offsets and ports.
+    pub fn new(cfg: TcpConfig, rng: Rng) -> Self {
+        TcpEndpoint {
+            cfg,
+            rng,
+            slots: Vec::new(),
+            demux: HashMap::default(),
+            listeners: HashMap::default(),
+            heap: BinaryHeap::new(),
+            ready: VecDeque::new(),
+            events: VecDeque::new(),
+            rsts: VecDeque::new(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &TcpConfig {
+        &self.cfg
+    }
+
+    fn conn_mut(&mut self, s: SocketId) -> Option<&mut Conn> {
+        match self.slots.get_mut(s.0 as usize) {
+            Some(Slot::Conn(c)) => Some(c),
+            _ => None,
+        }
+    }
+    fn conn(&self, s: SocketId) -> Option<&Conn> {
+        match self.slots.get(s.0 as usize) {
+            Some(Slot::Conn(c)) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// After anything touched connection `id`: queue it for transmission, re-key its
+    /// timer, and free it if it is closed and orphaned.
+    fn touch(&mut self, id: u32) {
+        let Some(Slot::Conn(c)) = self.slots.get_mut(id as usize) else { return };
+        if !c.in_ready && c.state != TcpState::Closed {
+            c.in_ready = true;
+            self.ready.push_back(id);
+        }
+        let d = c.next_deadline();
+        if d != c.heap_key {
+            if let Some(t) = d {
+                self.heap.push(Reverse((t, id)));
+            }
+            c.heap_key = d;
+        }
+        if c.state == TcpState::Closed {
+            let key = tuple(c.local, c.remote);
+            let orphan = c.orphan;
+            let parent = c.listener;
+            if self.demux.get(&key) == Some(&SocketId(id)) {
+                self.demux.remove(&key);
+            }
+            if orphan {
+                if let Some(p) = parent {
+                    if let Some(Slot::Listener(l)) = self.slots.get_mut(p.0 as usize) {
+                        l.synrecv = l.synrecv.saturating_sub(1);
+                        l.accept_q.retain(|&x| x != SocketId(id));
+                    }
+                }
+                self.slots[id as usize] = Slot::Free;
+            }
+        }
+    }
+
+    /// Drops stale heap entries from the top (lazy deletion).
+    fn clean_heap(&mut self) {
+        while let Some(&Reverse((t, id))) = self.heap.peek() {
+            let valid = matches!(self.slots.get(id as usize), Some(Slot::Conn(c)) if c.heap_key == Some(t));
+            if valid {
+                break;
+            }
+            self.heap.pop();
+        }
+    }
+
+    fn out_parts(&mut self) -> (&TcpConfig, &mut Vec<Slot>, Out<'_>) {
+        (&self.cfg, &mut self.slots, Out { ev: &mut self.events, rst: &mut self.rsts })
+    }
+
+    /// Feeds one TCP segment (the IPv4 payload) that arrived for this host.
+    pub fn handle_packet(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, tos: u8, segment: &[u8]) {
+        let Ok(p) = TcpPacket::new_checked(segment) else { return };
+        let Ok(r) = TcpRepr::parse(&p, src, dst) else { return };
+        let local = SocketAddrV4::new(dst, r.dst_port);
+        let remote = SocketAddrV4::new(src, r.src_port);
+        let key = tuple(local, remote);
+        if let Some(&id) = self.demux.get(&key) {
+            let lid = self.find_listener(local);
+            // listen overflow: drop the handshake-completing ACK (tcp_check_req)
+            if let Some(Slot::Conn(c)) = self.slots.get(id.0 as usize) {
+                if c.state == TcpState::SynRecv && r.has(flags::ACK) && !r.has(flags::RST) && !r.has(flags::SYN) {
+                    if let Some(Some(Slot::Listener(l))) = c.listener.map(|p| self.slots.get(p.0 as usize)) {
+                        if l.accept_q.len() as u32 > l.backlog {
+                            return;
+                        }
+                    }
+                }
+            }
+            let (cfg, slots, mut out) = self.out_parts();
+            let Some(Slot::Conn(c)) = slots.get_mut(id.0 as usize) else { return };
+            // A new SYN may reuse a TIME_WAIT 4-tuple (tcp_timewait_state_process TCP_TW_SYN).
+            let tw_reuse = c.state == TcpState::TimeWait
+                && r.has(flags::SYN)
+                && !r.has(flags::ACK)
+                && lid.is_some();
+            if !tw_reuse {
+                let was_synrecv = c.state == TcpState::SynRecv;
+                c.process(cfg, now, &r, tos, &mut out);
+                let established = was_synrecv && !matches!(c.state, TcpState::SynRecv | TcpState::Closed);
+                let parent = c.listener;
+                if established {
+                    if let Some(p) = parent {
+                        if let Some(Slot::Listener(l)) = slots.get_mut(p.0 as usize) {
+                            l.synrecv = l.synrecv.saturating_sub(1);
+                            l.accept_q.push_back(id);
+                            out.ev.push_back((p, SockEvent::Incoming));
+                        }
+                    }
+                }
+                self.touch(id.0);
+                self.clean_heap();
+                return;
+            }
+            c.enter_closed();
+            c.orphan = true;
+            self.touch(id.0);
+        }
+        if let Some(lid) = self.find_listener(local) {
+            if r.has(flags::RST) {
+                return;
+            }
+            if r.has(flags::ACK) {
+                self.rsts.push_back(RstSpec { src: local, dst: remote, seq: r.ack, ack: None, tos });
+                return;
+            }
+            if !r.has(flags::SYN) {
+                return;
+            }
+            let Some(Slot::Listener(l)) = self.slots.get(lid.0 as usize) else { return };
+            // sk_acceptq_is_full(): drop the SYN. The SYN queue itself is not limited, which
+            // is what tcp_syncookies = 1 (the default) amounts to for a well-behaved peer.
+            if l.accept_q.len() as u32 > l.backlog {
+                return;
+            }
+            let id = SocketId(self.slots.len() as u32);
+            let iss = self.rng.next_u32();
+            let tso = self.rng.next_u32();
+            let c = Conn::new_passive(&self.cfg, id, local, remote, now, iss, tso, &r, lid, tos);
+            if let Some(Slot::Listener(l)) = self.slots.get_mut(lid.0 as usize) {
+                l.synrecv += 1;
+            }
+            self.slots.push(Slot::Conn(Box::new(c)));
+            self.demux.insert(key, id);
+            self.touch(id.0);
+            self.clean_heap();
+            return;
+        }
+        if !r.has(flags::RST) {
+            // tcp_v4_send_reset()
+            let spec = if r.has(flags::ACK) {
+                RstSpec { src: local, dst: remote, seq: r.ack, ack: None, tos }
+            } else {
+                RstSpec { src: local, dst: remote, seq: crate::wire::SeqNumber(0), ack: Some(r.seq + r.segment_len() as u32), tos }
+            };
+            self.rsts.push_back(spec);
+        }
+    }
+
+    fn find_listener(&self, local: SocketAddrV4) -> Option<SocketId> {
+        self.listeners
+            .get(&(u32::from(*local.ip()), local.port()))
+            .or_else(|| self.listeners.get(&(0, local.port())))
+            .copied()
+    }
+
+    /// Runs all timers due at `now`. Spurious calls are no-ops.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(&Reverse((t, id))) = self.heap.peek() {
+            if t > now {
+                break;
+            }
+            self.heap.pop();
+            let (cfg, slots, mut out) = self.out_parts();
+            let Some(Slot::Conn(c)) = slots.get_mut(id as usize) else { continue };
+            if c.heap_key != Some(t) {
+                continue;
+            }
+            c.heap_key = None;
+            c.on_timeout(cfg, now, &mut out);
+            self.touch(id);
+        }
+        self.clean_heap();
+    }
+
+    /// Next segment to send: the TCP bytes are appended to `buf` (which holds exactly
+    /// [`HEADROOM`] bytes on entry).
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        buf.truncate(HEADROOM);
+        if buf.len() < HEADROOM {
+            buf.resize(HEADROOM, 0);
+        }
+        if let Some(rst) = self.rsts.pop_front() {
+            let mut r = TcpRepr::new(rst.src.port(), rst.dst.port());
+            r.seq = rst.seq;
+            r.flags = flags::RST;
+            if let Some(a) = rst.ack {
+                r.flags |= flags::ACK;
+                r.ack = a;
+            }
+            let n = r.buffer_len();
+            buf.resize(HEADROOM + n, 0);
+            r.emit(&mut TcpPacket::new_unchecked(&mut buf[HEADROOM..]), *rst.src.ip(), *rst.dst.ip());
+            return Some(Transmit {
+                src: *rst.src.ip(),
+                dst: *rst.dst.ip(),
+                proto: wirelab_wire::ip_proto::TCP,
+                tos: rst.tos,
+                dont_frag: true,
+            });
+        }
+        while let Some(id) = self.ready.pop_front() {
+            let cfg = &self.cfg;
+            let Some(Slot::Conn(c)) = self.slots.get_mut(id as usize) else { continue };
+            c.in_ready = false;
+            let t = c.poll_transmit(cfg, now, buf);
+            if t.is_some() {
+                if c.wants_transmit() {
+                    c.in_ready = true;
+                    self.ready.push_back(id);
+                }
+                self.touch(id);
+                self.clean_heap();
+                return t;
+            }
+            buf.truncate(HEADROOM);
+            self.touch_timer_only(id);
+        }
+        self.clean_heap();
+        None
+    }
+
+    fn touch_timer_only(&mut self, id: u32) {
+        let Some(Slot::Conn(c)) = self.slots.get_mut(id as usize) else { return };
+        let d = c.next_deadline();
+        if d != c.heap_key {
+            if let Some(t) = d {
+                self.heap.push(Reverse((t, id)));
+            }
+            c.heap_key = d;
+        }
+    }
+
+    /// Earliest armed timer of any connection.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.heap.peek().map(|Reverse((t, _))| *t)
+    }
+
+    /// Next application event.
+    pub fn poll_event(&mut self) -> Option<(SocketId, SockEvent)> {
+        self.events.pop_front()
+    }
+
+    /// `listen()` on `local` (0.0.0.0 = any address). The backlog is capped by
+    /// `somaxconn`; as in Linux, `backlog + 1` established connections may wait.
+    pub fn listen(&mut self, local: SocketAddrV4, backlog: u32) -> Result<SocketId, SockError> {
+        let key = (u32::from(*local.ip()), local.port());
+        if local.port() == 0 {
+            return Err(SockError::InvalidState);
+        }
+        if self.listeners.contains_key(&key) {
+            return Err(SockError::AddrInUse);
+        }
+        let id = SocketId(self.slots.len() as u32);
+        self.slots.push(Slot::Listener(Box::new(Listener {
+            local,
+            backlog: backlog.min(self.cfg.somaxconn),
+            accept_q: VecDeque::new(),
+            synrecv: 0,
+        })));
+        self.listeners.insert(key, id);
+        Ok(id)
+    }
+
+    /// `accept()`: the next established connection, if any.
+    pub fn accept(&mut self, listener: SocketId) -> Option<SocketId> {
+        let Some(Slot::Listener(l)) = self.slots.get_mut(listener.0 as usize) else { return None };
+        let id = l.accept_q.pop_front()?;
+        if let Some(c) = self.conn_mut(id) {
+            c.listener = None;
+        }
+        Some(id)
+    }
+
+    /// `connect()` from `local` (an ephemeral port is chosen) to `remote`.
+    pub fn connect(&mut self, now: Instant, local: Ipv4Addr, remote: SocketAddrV4) -> Result<SocketId, SockError> {
+        let (lo, hi) = self.cfg.ip_local_port_range;
+        let span = (hi - lo) as u64 + 1;
+        let start = self.rng.below(span);
+        let mut chosen = None;
+        for i in 0..span {
+            let port = lo + ((start + i) % span) as u16;
+            let la = SocketAddrV4::new(local, port);
+            if !self.demux.contains_key(&tuple(la, remote)) {
+                chosen = Some(la);
+                break;
+            }
+        }
+        let la = chosen.ok_or(SockError::AddrNotAvailable)?;
+        let id = SocketId(self.slots.len() as u32);
+        let iss = self.rng.next_u32();
+        let tso = self.rng.next_u32();
+        let c = Conn::new_active(&self.cfg, id, la, remote, now, iss, tso);
+        self.slots.push(Slot::Conn(Box::new(c)));
+        self.demux.insert(tuple(la, remote), id);
+        self.touch(id.0);
+        self.clean_heap();
+        Ok(id)
+    }
+
+    /// `write()`: copies what fits in the send buffer; `Ok(0)` means "would block" and a
+    /// `Writable` event follows when space frees up.
+    pub fn send(&mut self, _now: Instant, s: SocketId, data: &[u8]) -> Result<usize, SockError> {
+        let c = self.conn_mut(s).ok_or(SockError::InvalidSocket)?;
+        let r = c.send(data);
+        self.touch(s.0);
+        self.clean_heap();
+        r
+    }
+
+    /// `read()`: `Ok(0)` only at end of stream; `Err(WouldBlock)` when nothing is queued.
+    pub fn recv(&mut self, now: Instant, s: SocketId, buf: &mut [u8]) -> Result<usize, SockError> {
+        let cfg = &self.cfg;
+        let Some(Slot::Conn(c)) = self.slots.get_mut(s.0 as usize) else { return Err(SockError::InvalidSocket) };
+        let r = c.recv(cfg, now, buf);
+        self.touch(s.0);
+        self.clean_heap();
+        r
+    }
+
+    /// Reads and discards up to `max` bytes (for sinks).
+    pub fn recv_discard(&mut self, now: Instant, s: SocketId, max: usize) -> Result<usize, SockError> {
+        let cfg = &self.cfg;
+        let Some(Slot::Conn(c)) = self.slots.get_mut(s.0 as usize) else { return Err(SockError::InvalidSocket) };
+        let r = c.recv_discard(cfg, now, max);
+        self.touch(s.0);
+        self.clean_heap();
+        r
+    }
+
+    /// `shutdown(SHUT_WR)`: a FIN follows the queued data.
+    pub fn shutdown_write(&mut self, _now: Instant, s: SocketId) -> Result<(), SockError> {
+        let c = self.conn_mut(s).ok_or(SockError::InvalidSocket)?;
+        let r = c.shutdown_write();
+        self.touch(s.0);
+        self.clean_heap();
+        r
+    }
+
+    /// `close()`: graceful (FIN), or RST if unread data is thrown away. The socket id is
+    /// invalid afterwards. Closing a listener resets its pending connections.
+    pub fn close(&mut self, now: Instant, s: SocketId) {
+        match self.slots.get(s.0 as usize) {
+            Some(Slot::Listener(_)) => self.close_listener(now, s),
+            Some(Slot::Conn(_)) => {
+                let (cfg, slots, mut out) = self.out_parts();
+                if let Some(Slot::Conn(c)) = slots.get_mut(s.0 as usize) {
+                    c.close(cfg, now, &mut out);
+                }
+                self.touch(s.0);
+                self.clean_heap();
+            }
+            _ => {}
+        }
+    }
+
+    fn close_listener(&mut self, now: Instant, s: SocketId) {
+        let Some(Slot::Listener(l)) = self.slots.get(s.0 as usize) else { return };
+        let key = (u32::from(*l.local.ip()), l.local.port());
+        self.listeners.remove(&key);
+        let children: Vec<u32> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, sl)| match sl {
+                Slot::Conn(c) if c.listener == Some(s) => Some(i as u32),
+                _ => None,
+            })
+            .collect();
+        self.slots[s.0 as usize] = Slot::Free;
+        for id in children {
+            self.abort(now, SocketId(id));
+        }
+    }
+
+    /// Sends RST and frees the socket.
+    pub fn abort(&mut self, _now: Instant, s: SocketId) {
+        let (_, slots, mut out) = self.out_parts();
+        if let Some(Slot::Conn(c)) = slots.get_mut(s.0 as usize) {
+            c.listener = None;
+            c.abort(&mut out);
+            self.touch(s.0);
+            self.clean_heap();
+        }
+    }
+
+    /// `setsockopt()`.
+    pub fn set_option(&mut self, s: SocketId, opt: SockOpt) -> Result<(), SockError> {
+        let cfg = &self.cfg;
+        let Some(Slot::Conn(c)) = self.slots.get_mut(s.0 as usize) else { return Err(SockError::InvalidSocket) };
+        let r = c.set_option(cfg, &opt);
+        self.touch(s.0);
+        self.clean_heap();
+        r
+    }
+
+    /// `getsockopt(TCP_INFO)`; `None` for listeners and freed sockets.
+    pub fn info(&self, s: SocketId) -> Option<TcpInfo> {
+        self.conn(s).map(|c| c.info())
+    }
+
+    /// State of a socket (listeners report `Listen`).
+    pub fn state(&self, s: SocketId) -> Option<TcpState> {
+        match self.slots.get(s.0 as usize) {
+            Some(Slot::Conn(c)) => Some(c.state),
+            Some(Slot::Listener(_)) => Some(TcpState::Listen),
+            _ => None,
+        }
+    }
+
+    /// Local and remote address of a connection.
+    pub fn addrs(&self, s: SocketId) -> Option<(SocketAddrV4, SocketAddrV4)> {
+        self.conn(s).map(|c| (c.local, c.remote))
+    }
+
+    /// All live sockets (listeners and connections), in id order.
+    pub fn sockets(&self) -> impl Iterator<Item = SocketId> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !matches!(s, Slot::Free))
+            .map(|(i, _)| SocketId(i as u32))
+    }
+
+    #[cfg(test)]
+    pub(crate) fn conn_for_test(&mut self, s: SocketId) -> Option<&mut Conn> {
+        self.conn_mut(s)
+    }
+}

@@ -1,0 +1,103 @@
+//! Throughput properties: CUBIC utilisation, Reno vs. the Mathis model, CUBIC fairness.
+use super::pair::Pair;
+use crate::{CongestionAlgo, TcpConfig};
+use wirelab_core::{Duration, Instant};
+
+fn cfg(algo: CongestionAlgo) -> TcpConfig {
+    let mut c = TcpConfig::default();
+    c.tcp_congestion_control = algo;
+    c
+}
+
+/// A loss-free 10 Mbit/s, 40 ms RTT path with a BDP-sized drop-tail FIFO (33 packets):
+/// one CUBIC flow keeps the link > 95 % busy after slow start.
+#[test]
+fn cubic_single_flow_utilisation() {
+    let rate = 10_000_000u64;
+    let bdp_pkts = (rate as f64 * 0.040 / 8.0 / 1500.0).round() as usize;
+    let mut p = Pair::new(cfg(CongestionAlgo::Cubic), cfg(CongestionAlgo::Cubic), rate, Duration::from_millis(20), bdp_pkts, 21);
+    let (c, s) = p.connect(5001);
+    p.sinks.push((false, s, 0, false));
+    p.bulk.push((true, c, u64::MAX));
+    p.run_until(Instant::from_nanos(10_000_000_000));
+    let b0 = p.ab.delivered_bytes;
+    let g0 = p.b.info(s).unwrap().bytes_received;
+    let mut min_cwnd = u32::MAX;
+    let mut max_cwnd = 0;
+    for _ in 0..200 {
+        p.run_for(Duration::from_millis(100));
+        let cw = p.a.info(c).unwrap().cwnd;
+        min_cwnd = min_cwnd.min(cw);
+        max_cwnd = max_cwnd.max(cw);
+    }
+    let util = (p.ab.delivered_bytes - b0) as f64 * 8.0 / (20.0 * rate as f64);
+    let goodput = (p.b.info(s).unwrap().bytes_received - g0) as f64 * 8.0 / 20.0;
+    let ia = p.a.info(c).unwrap();
+    eprintln!(
+        "cubic 10Mbit/40ms BDP queue: util {util:.4} goodput {:.3} Mbit/s cwnd {min_cwnd}..{max_cwnd} ssthresh {} drops {} retrans {}",
+        goodput / 1e6, ia.ssthresh, p.ab.drops_queue, ia.total_retrans
+    );
+    assert!(util > 0.95, "utilisation {util}");
+    assert!(p.ab.drops_queue > 0, "CUBIC probes until the queue overflows");
+}
+
+fn mathis_run(p_loss: f64, seed: u64) -> (f64, f64) {
+    let rate = 100_000_000u64;
+    let mut pr = Pair::new(cfg(CongestionAlgo::Reno), cfg(CongestionAlgo::Reno), rate, Duration::from_millis(20), 10_000, seed);
+    let (c, s) = pr.connect(5001);
+    pr.ab.loss = p_loss;
+    pr.sinks.push((false, s, 0, false));
+    pr.bulk.push((true, c, u64::MAX));
+    pr.run_until(Instant::from_nanos(5_000_000_000));
+    let g0 = pr.b.info(s).unwrap().bytes_received;
+    let t0 = pr.now;
+    pr.run_for(Duration::from_secs(55));
+    let secs = (pr.now - t0).as_secs_f64();
+    let goodput = (pr.b.info(s).unwrap().bytes_received - g0) as f64 * 8.0 / secs;
+    let ia = pr.a.info(c).unwrap();
+    let rtt = ia.srtt_us as f64 * 1e-6;
+    let model = 1448.0 * 8.0 / 0.040 * (1.5f64).sqrt() / p_loss.sqrt();
+    eprintln!(
+        "reno p={:.1}%: goodput {:.3} Mbit/s, Mathis {:.3} Mbit/s, ratio {:.3}, srtt {:.1} ms, retrans {}",
+        p_loss * 100.0, goodput / 1e6, model / 1e6, goodput / model, rtt * 1e3, ia.total_retrans
+    );
+    (goodput, model)
+}
+
+/// Reno under random loss follows MSS/RTT·sqrt(3/2)/sqrt(p).
+#[test]
+fn reno_random_loss_mathis() {
+    let mut rows = Vec::new();
+    for (p_loss, seed) in [(0.005, 31), (0.01, 32), (0.02, 33)] {
+        let (g, m) = mathis_run(p_loss, seed);
+        rows.push((p_loss, g / m));
+    }
+    let r1 = rows[1].1;
+    assert!((0.8..=1.2).contains(&r1), "p=1%: goodput/Mathis = {r1:.3}");
+    for (p, r) in &rows {
+        assert!((0.6..=1.4).contains(r), "p={p}: ratio {r:.3}");
+    }
+}
+
+/// Two CUBIC flows on a 10 Mbit/s, 40 ms, BDP-buffer bottleneck for 60 s: Jain >= 0.95.
+#[test]
+fn cubic_two_flows_fair() {
+    let rate = 10_000_000u64;
+    let mut p = Pair::new(cfg(CongestionAlgo::Cubic), cfg(CongestionAlgo::Cubic), rate, Duration::from_millis(20), 33, 41);
+    let (c1, s1) = p.connect(5001);
+    p.sinks.push((false, s1, 0, false));
+    p.bulk.push((true, c1, u64::MAX));
+    p.run_for(Duration::from_millis(500));
+    let (c2, s2) = p.connect(5002);
+    p.sinks.push((false, s2, 0, false));
+    p.bulk.push((true, c2, u64::MAX));
+    p.run_for(Duration::from_secs(60));
+    let x1 = p.b.info(s1).unwrap().bytes_received as f64;
+    let x2 = p.b.info(s2).unwrap().bytes_received as f64;
+    let jain = (x1 + x2).powi(2) / (2.0 * (x1 * x1 + x2 * x2));
+    let total = (x1 + x2) * 8.0 / 60.5 / rate as f64;
+    eprintln!("two cubic flows: {:.2} / {:.2} MB, Jain {jain:.4}, util(goodput) {total:.3}", x1 / 1e6, x2 / 1e6);
+    let _ = (c1, c2);
+    assert!(jain >= 0.95, "Jain {jain}");
+    assert!(total > 0.85);
+}
