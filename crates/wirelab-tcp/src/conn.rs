@@ -1931,8 +1931,8 @@ impl Conn {
             self.incr_quickack(cfg.max_quickacks);
             self.ato = cfg.ato_min;
         } else {
-            let m = now.saturating_since(self.lrcvtime);
-            let m = round_jiffies(cfg, m.saturating_sub(cfg.jiffy() / 2));
+            // inter-arrival time in whole jiffies, as tcp_jiffies32 - lrcvtime
+            let m = cfg.jiffy() * (jiffies(cfg, now).wrapping_sub(jiffies(cfg, self.lrcvtime)) as u64);
             if m <= cfg.ato_min / 2 {
                 self.ato = self.ato / 2 + cfg.ato_min / 2;
             } else if m < self.ato {

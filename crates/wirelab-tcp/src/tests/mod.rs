@@ -478,3 +478,160 @@ fn window_clamp_limits_offer() {
     assert!(ia.snd_wnd <= 20_000 + 128 * 2, "{}", ia.snd_wnd);
 }
 
+
+// ---------------------------------------------------------------------------------------
+// Sender: slow start / HyStart, SACK recovery, NewReno, integrity under loss, idle restart
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn cubic_trace_slow_start_hystart_exit_then_cubic() {
+    let rate = 10_000_000;
+    let mut p = Pair::new(TcpConfig::default(), TcpConfig::default(), rate, ms(20), 33, 61);
+    let (c, s) = p.connect(80);
+    p.sinks.push((false, s, 0, false));
+    p.bulk.push((true, c, u64::MAX));
+    let mut trace = Vec::new();
+    for _ in 0..2000 {
+        p.run_for(ms(10));
+        trace.push(p.a.info(c).unwrap());
+    }
+    // slow start: cwnd doubles per RTT from IW10 while ssthresh is infinite
+    let exit = trace.iter().position(|i| i.ssthresh < 0x7fff_ffff).expect("slow start ends");
+    let at_exit = trace[exit];
+    assert!(exit < 150, "slow start lasted {} ms", exit * 10);
+    assert!(at_exit.cwnd > 20, "{at_exit:?}");
+    // HyStart (delay increase) ends slow start before the queue overflows: no loss yet
+    assert_eq!(at_exit.total_retrans, 0, "{at_exit:?}");
+    assert_eq!(at_exit.ssthresh, at_exit.cwnd);
+    // afterwards CUBIC keeps growing cwnd beyond the exit point and reduces by beta on loss
+    let later = &trace[exit..];
+    let max_after = later.iter().map(|i| i.cwnd).max().unwrap();
+    assert!(max_after > at_exit.cwnd);
+    let loss_ssthresh = later.iter().filter(|i| i.total_retrans > 0).map(|i| i.ssthresh).next();
+    if let Some(ss) = loss_ssthresh {
+        assert!(ss < max_after && ss * 10 >= max_after * 6, "beta 0.7: ssthresh {ss} max {max_after}");
+    }
+}
+
+fn integrity_run(cfg: TcpConfig, loss: f64, seed: u64) -> (u64, crate::TcpInfo) {
+    let mut p = Pair::new(cfg.clone(), cfg, 10_000_000, ms(20), 50, seed);
+    let (c, s) = p.connect(80);
+    p.ab.loss = loss;
+    p.ab.loss_acks = true;
+    p.ba.loss = loss;
+    p.ba.loss_acks = true;
+    let total = 2_000_000usize;
+    let data: Vec<u8> = (0..total).map(|i| (i * 7 % 253) as u8).collect();
+    let mut off = 0;
+    let mut got = Vec::with_capacity(total);
+    let mut buf = vec![0u8; 65536];
+    let mut done = false;
+    while p.now < Instant::from_nanos(120_000_000_000) {
+        while off < total {
+            match p.a.send(p.now, c, &data[off..]) {
+                Ok(0) => break,
+                Ok(n) => off += n,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        if off == total && !done {
+            p.a.shutdown_write(p.now, c).unwrap();
+            done = true;
+        }
+        loop {
+            match p.b.recv(p.now, s, &mut buf) {
+                Ok(0) => {
+                    assert_eq!(got.len(), total);
+                    assert!(got == data, "corrupted stream");
+                    return (p.ab.drops_random, p.a.info(c).unwrap());
+                }
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(SockError::WouldBlock) => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        if !p.step() {
+            break;
+        }
+    }
+    panic!("transfer did not finish: got {} of {total}", got.len());
+}
+
+#[test]
+fn integrity_under_loss_sack_and_newreno() {
+    let (drops, info) = integrity_run(TcpConfig::default(), 0.02, 71);
+    assert!(drops > 20);
+    // SACK recovery retransmits (nearly) only what was lost
+    assert!((info.total_retrans as u64) < drops * 2 + 10, "retrans {} drops {drops}", info.total_retrans);
+    let mut nosack = TcpConfig::default();
+    nosack.tcp_sack = false;
+    nosack.tcp_congestion_control = crate::CongestionAlgo::Reno;
+    integrity_run(nosack, 0.02, 72);
+    integrity_run(TcpConfig::profile("freebsd-4.10").unwrap(), 0.01, 73);
+    integrity_run(TcpConfig::profile("linux-2.2").unwrap(), 0.01, 74);
+    integrity_run(TcpConfig::profile("linux-2.6.37").unwrap(), 0.03, 75);
+}
+
+#[test]
+fn sack_blocks_on_out_of_order_data() {
+    let mut p = Pair::default_pair(76);
+    let (c, s) = p.connect(80);
+    p.sinks.push((false, s, 0, false));
+    p.a.send(p.now, c, &[5u8; 14480]).unwrap(); // 10 segments (IW10)
+    p.ab.drop_next_data = 1; // the first one is lost
+    p.capture = Some(Vec::new());
+    p.run_for(ms(500));
+    let cap = p.capture.take().unwrap();
+    let acks: Vec<_> = cap.iter().filter(|x| !x.1).map(|x| parse(&x.2)).collect();
+    // every out-of-order segment is ACKed at once with a growing SACK block
+    let sacked: Vec<_> = acks.iter().filter(|r| !r.sack.is_empty()).collect();
+    assert_eq!(sacked.len(), 9, "{acks:?}");
+    let first = sacked[0].sack.as_slice()[0];
+    assert_eq!(first.1.diff(first.0), 1448);
+    let last = sacked[8].sack.as_slice()[0];
+    assert_eq!(last.1.diff(last.0), 9 * 1448);
+    // fast retransmit after 3 SACKed segments, no RTO
+    let info = p.a.info(c).unwrap();
+    assert_eq!(info.total_retrans, 1);
+    assert_eq!(p.b.info(s).unwrap().bytes_received, 14480);
+    // the retransmission arrived before any RTO could fire (~240 ms)
+    let rtx = cap.iter().filter(|x| x.1 && !parse(&x.2).payload.is_empty()).nth(10).unwrap();
+    assert!(rtx.0 < p.now - ms(500) + ms(100), "fast retransmit at {:?}", rtx.0);
+}
+
+#[test]
+fn slow_start_after_idle_restarts_cwnd() {
+    for ssai in [true, false] {
+        let mut cfg = TcpConfig::default();
+        cfg.tcp_slow_start_after_idle = ssai;
+        let mut p = Pair::new(cfg.clone(), cfg, 10_000_000, ms(20), 100, 77);
+        let (c, s) = p.connect(80);
+        p.sinks.push((false, s, 0, false));
+        p.bulk.push((true, c, 300_000));
+        p.run_for(Duration::from_secs(2));
+        let before = p.a.info(c).unwrap().cwnd;
+        assert!(before > 20);
+        p.run_for(Duration::from_secs(2)); // idle for many RTOs
+        p.a.send(p.now, c, &[1u8; 1000]).unwrap();
+        p.settle();
+        let after = p.a.info(c).unwrap().cwnd;
+        if ssai {
+            assert_eq!(after, 10, "restart window = IW ({before} before)");
+        } else {
+            assert_eq!(after, before);
+        }
+    }
+}
+
+#[test]
+fn profiles_interoperate() {
+    for prof in crate::config::PROFILES {
+        let cfg = TcpConfig::profile(prof).unwrap();
+        let mut p = Pair::new(cfg, TcpConfig::default(), 10_000_000, ms(20), 100, 78);
+        let (c, s) = p.connect(80);
+        p.sinks.push((false, s, 0, false));
+        p.bulk.push((true, c, 1_000_000));
+        p.run_for(Duration::from_secs(10));
+        assert_eq!(p.b.info(s).unwrap().bytes_received, 1_000_000, "{prof}");
+    }
+}

@@ -26,6 +26,8 @@ pub struct Link {
     pub sent_pkts: u64,
     /// Drop the next n data-carrying packets (deterministic loss injection).
     pub drop_next_data: u32,
+    /// Apply `loss` to pure ACKs too.
+    pub loss_acks: bool,
 }
 
 impl Link {
@@ -43,6 +45,7 @@ impl Link {
             drops_random: 0,
             sent_pkts: 0,
             drop_next_data: 0,
+            loss_acks: false,
         }
     }
     /// Returns the arrival time, or None if dropped. `len` counts the IPv4 datagram.
@@ -53,7 +56,7 @@ impl Link {
             self.drops_random += 1;
             return None;
         }
-        if self.loss > 0.0 && has_data && self.rng.chance(self.loss) {
+        if self.loss > 0.0 && (has_data || self.loss_acks) && self.rng.chance(self.loss) {
             self.drops_random += 1;
             return None;
         }
@@ -94,6 +97,9 @@ pub struct Pair {
     pub auto_sink: Vec<(bool, SocketId)>,
     buf: Vec<u8>,
     chunk: Vec<u8>,
+    /// Sockets with an event since the applications last ran.
+    dirty: Vec<(bool, SocketId)>,
+    known: (usize, usize),
 }
 
 impl Pair {
@@ -112,6 +118,8 @@ impl Pair {
             sinks: Vec::new(),
             auto_sink: Vec::new(),
             buf: Vec::with_capacity(2048),
+            dirty: Vec::new(),
+            known: (0, 0),
             chunk: (0..65536u32).map(|i| (i * 31 + 7) as u8).collect(),
         }
     }
@@ -152,6 +160,7 @@ impl Pair {
                 let ep = if on_a { &mut self.a } else { &mut self.b };
                 let Some((s, e)) = ep.poll_event() else { break };
                 self.events.push((on_a, s, e, self.now));
+                self.dirty.push((on_a, s));
                 if e == SockEvent::Incoming {
                     if self.auto_sink.contains(&(on_a, s)) {
                         while let Some(c) = ep.accept(s) {
@@ -165,8 +174,19 @@ impl Pair {
 
     fn apps(&mut self) {
         let now = self.now;
+        // event-driven, like an epoll loop: only sockets with news (or new apps) act
+        let all = self.known != (self.bulk.len(), self.sinks.len());
+        self.known = (self.bulk.len(), self.sinks.len());
+        if !all && self.dirty.is_empty() {
+            return;
+        }
+        let dirty = std::mem::take(&mut self.dirty);
+        let act = |on_a: bool, s: SocketId| all || dirty.contains(&(on_a, s));
         for i in 0..self.bulk.len() {
             let (on_a, s, left) = self.bulk[i];
+            if !act(on_a, s) {
+                continue;
+            }
             let ep = if on_a { &mut self.a } else { &mut self.b };
             let mut left = left;
             while left > 0 {
@@ -180,7 +200,7 @@ impl Pair {
         }
         for i in 0..self.sinks.len() {
             let (on_a, s, _, eof) = self.sinks[i];
-            if eof {
+            if eof || !act(on_a, s) {
                 continue;
             }
             let ep = if on_a { &mut self.a } else { &mut self.b };
@@ -203,6 +223,9 @@ impl Pair {
             self.apps();
             self.flush();
             self.drain_events();
+            if self.dirty.is_empty() {
+                break;
+            }
         }
     }
 
