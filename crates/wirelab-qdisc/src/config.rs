@@ -17,6 +17,7 @@
 //!
 //! Defaults are Linux's and iproute2's (see docs/qdisc.md). Unsupported kinds or options are
 //! errors that name the option and the qdisc; nothing is silently ignored.
+use crate::cbq::{tc_cbq_calc_maxidle, tc_cbq_calc_offtime, Cbq, CbqClassDef, CbqClassParams, CbqLinkParams, CbqRate, TC_CBQ_DEF_EWMA, TC_CBQ_MAXPRIO};
 use crate::classify::{Classifier, FilterChain, Fw, U32};
 use crate::codel::{codel_dur, Codel, CodelParams};
 use crate::fifo::{Fifo, FifoKind};
@@ -64,6 +65,7 @@ enum QdiscOpts {
     FqCodel { limit: Option<u32>, flows: Option<u32>, quantum: Option<u32>, target: Option<Duration>, interval: Option<Duration>, ecn: Option<bool>, ce_threshold: Option<Duration>, memory_limit: Option<u64>, drop_batch: Option<u32> },
     Red { limit: u64, min: u64, max: u64, avpkt: u64, burst: u32, probability: f64, bandwidth: u64, ecn: bool, harddrop: bool },
     Htb { defcls: u16, r2q: u32, direct_qlen: Option<u32> },
+    Cbq { bandwidth: u64, avpkt: u32, ewma: u8, allot: u32, mpu: u32, cell: Option<u8> },
 }
 
 #[derive(Clone, Debug)]
@@ -85,11 +87,38 @@ struct HtbClassOpts {
     mtu: u32,
 }
 
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct CbqClassOpts {
+    rate: Option<u64>,
+    bandwidth: Option<u64>,
+    maxburst: Option<u32>,
+    minburst: Option<u32>,
+    minidle: Option<u32>,
+    bounded: bool,
+    isolated: bool,
+    lss_given: bool,
+    ewma: Option<u8>,
+    cell: Option<u8>,
+    prio: Option<u8>,
+    allot: Option<u32>,
+    avpkt: Option<u32>,
+    mpu: u32,
+    weight: Option<u64>,
+    split: Option<ClassId>,
+    defmap: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClassOpts {
+    Htb(HtbClassOpts),
+    Cbq(CbqClassOpts),
+}
+
 #[derive(Clone, Debug)]
 struct ClassSpec {
     classid: ClassId,
     parent: ClassId,
-    opts: HtbClassOpts,
+    opts: ClassOpts,
     line: String,
 }
 
@@ -377,9 +406,121 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
             QdiscOpts::Htb { defcls, r2q, direct_qlen: dq }
         }
         "netem" => return Err("netem: not a qdisc here; configure netem on the link (wirelab-link)".into()),
-        "cbq" => return Err("cbq: not supported yet".into()),
+        "cbq" => {
+            let (mut bw, mut avpkt, mut ewma, mut allot, mut mpu, mut cell) = (0u64, 0u32, TC_CBQ_DEF_EWMA, 0u32, 0u32, None);
+            while let Some(o) = a.next() {
+                match o {
+                    "bandwidth" | "rate" => bw = rate_opt(w, o, a.val(w, o)?)?,
+                    "avpkt" => avpkt = size_opt(w, o, a.val(w, o)?)?.min(u32::MAX as u64) as u32,
+                    "allot" => allot = size_opt(w, o, a.val(w, o)?)?.min(u32::MAX as u64) as u32,
+                    "mpu" => mpu = size_opt(w, o, a.val(w, o)?)?.min(u32::MAX as u64) as u32,
+                    "ewma" => ewma = ewma_opt(a.val(w, o)?)?,
+                    "cell" => cell = Some(cell_opt(a.val(w, o)?)?),
+                    _ => return Err(unsupported(w, o)),
+                }
+            }
+            if bw == 0 {
+                return Err("cbq: `bandwidth` is a required parameter".into());
+            }
+            if avpkt == 0 {
+                return Err("cbq: `avpkt` is required".into());
+            }
+            QdiscOpts::Cbq { bandwidth: bw, avpkt, ewma, allot: allot.max(avpkt * 3 / 2), mpu, cell }
+        }
         _ => return Err(format!("unknown or unsupported qdisc kind `{kind}`")),
     })
+}
+
+fn ewma_opt(v: &str) -> R<u8> {
+    let n = parse_c_u32(v).ok_or_else(|| bad("cbq", "ewma", v, "expected an integer"))?;
+    if n > 31 {
+        return Err("cbq: ewma_log must be < 32".into());
+    }
+    Ok(n as u8)
+}
+fn cell_opt(v: &str) -> R<u8> {
+    let c = parse_size(v).map_err(|e| bad("cbq", "cell", v, e))?;
+    if !c.is_power_of_two() || c > 1 << 31 {
+        return Err("cbq: cell must be 2^n".into());
+    }
+    Ok(c.trailing_zeros() as u8)
+}
+
+fn parse_cbq_class_opts(a: &mut Args) -> R<CbqClassOpts> {
+    let w = "cbq class";
+    let mut o_ = CbqClassOpts::default();
+    let u32v = |a: &mut Args, o: &str| -> R<u32> { u32_opt(w, o, a.val(w, o)?) };
+    let sz = |a: &mut Args, o: &str| -> R<u32> { Ok(size_opt(w, o, a.val(w, o)?)?.min(u32::MAX as u64) as u32) };
+    while let Some(o) = a.next() {
+        match o {
+            "rate" => o_.rate = Some(rate_opt(w, o, a.val(w, o)?)?),
+            "bandwidth" => o_.bandwidth = Some(rate_opt(w, o, a.val(w, o)?)?),
+            "minidle" => {
+                o_.minidle = Some(u32v(a, o)?);
+                o_.lss_given = true;
+            }
+            "minburst" => {
+                o_.minburst = Some(u32v(a, o)?);
+                o_.lss_given = true;
+            }
+            "maxburst" => {
+                o_.maxburst = Some(u32v(a, o)?);
+                o_.lss_given = true;
+            }
+            "bounded" | "borrow" => {
+                o_.bounded = o == "bounded";
+                o_.lss_given = true;
+            }
+            "isolated" | "sharing" => {
+                o_.isolated = o == "isolated";
+                o_.lss_given = true;
+            }
+            "ewma" => {
+                o_.ewma = Some(ewma_opt(a.val(w, o)?)?);
+                o_.lss_given = true;
+            }
+            "cell" => o_.cell = Some(cell_opt(a.val(w, o)?)?),
+            "prio" => {
+                let p = u32v(a, o)?;
+                if p > TC_CBQ_MAXPRIO as u32 {
+                    return Err(format!("cbq class: `prio` must be a number in the range 1...{TC_CBQ_MAXPRIO}"));
+                }
+                o_.prio = Some(p as u8);
+            }
+            "allot" => o_.allot = Some(sz(a, o)?),
+            "avpkt" => {
+                o_.avpkt = Some(sz(a, o)?);
+                o_.lss_given = true;
+            }
+            "mpu" => o_.mpu = sz(a, o)?,
+            "weight" => o_.weight = Some(size_opt(w, o, a.val(w, o)?)?),
+            "split" => o_.split = Some(classid_opt(w, o, a.val(w, o)?)?),
+            "defmap" => {
+                let v = a.val(w, o)?;
+                let (m, c) = v.split_once('/').unwrap_or((v, "ffffffff"));
+                let m = u32::from_str_radix(m.trim_start_matches("0x"), 16).map_err(|_| bad(w, o, v, "expected MASK32[/CHANGE] in hex"))?;
+                let c = u32::from_str_radix(c.trim_start_matches("0x"), 16).map_err(|_| bad(w, o, v, "expected MASK32[/CHANGE] in hex"))?;
+                o_.defmap = Some(m & c);
+            }
+            _ => return Err(unsupported(w, o)),
+        }
+    }
+    let Some(rate) = o_.rate else {
+        return Err("cbq class: `rate` is required".into());
+    };
+    if (o_.maxburst.is_some() || o_.minburst.is_some()) && (o_.avpkt.unwrap_or(0) == 0 || o_.bandwidth.is_none()) {
+        return Err("cbq class: `avpkt`, `bandwidth` and `rate` are required for maxburst/minburst".into());
+    }
+    if !o_.lss_given {
+        return Err("cbq class: link-sharing parameters missing (give at least `avpkt`)".into());
+    }
+    let avpkt = o_.avpkt.unwrap_or(0);
+    let allot = o_.allot.unwrap_or(0).max(avpkt * 3 / 2);
+    if allot == 0 {
+        return Err("cbq class: `allot` is required to set WRR parameters (or give `avpkt`)".into());
+    }
+    let _ = rate;
+    Ok(o_)
 }
 
 fn parse_htb_class_opts(a: &mut Args) -> R<HtbClassOpts> {
@@ -636,7 +777,7 @@ impl TcConfig {
         }
         let mut parent = None;
         let mut classid = None;
-        loop {
+        let kind = loop {
             let Some(tok) = a.next() else { return Err(e("missing class kind".into())) };
             match tok {
                 "parent" => parent = Some(classid_opt("class", "parent", a.val("class", "parent").map_err(&e)?).map_err(&e)?),
@@ -644,11 +785,11 @@ impl TcConfig {
                 "dev" => {
                     a.next();
                 }
-                "htb" => break,
+                "htb" | "cbq" => break tok,
                 k if classid.is_none() && k.contains(':') => classid = Some(classid_opt("class", "classid", k).map_err(&e)?),
-                k => return Err(e(format!("class kind `{k}` is not supported (classes: htb; prio and tbf classes are implicit)"))),
+                k => return Err(e(format!("class kind `{k}` is not supported (classes: htb, cbq; prio and tbf classes are implicit)"))),
             }
-        }
+        };
         let classid = classid.ok_or_else(|| e("class: `classid` is required".into()))?;
         if classid.minor() == 0 || classid == ClassId::ROOT {
             return Err(e(format!("class: bad classid {classid}")));
@@ -657,7 +798,7 @@ impl TcConfig {
         if parent.major() != classid.major() {
             return Err(e(format!("class {classid}: parent {parent} belongs to another qdisc")));
         }
-        let opts = parse_htb_class_opts(&mut a).map_err(&e)?;
+        let opts = if kind == "htb" { ClassOpts::Htb(parse_htb_class_opts(&mut a).map_err(&e)?) } else { ClassOpts::Cbq(parse_cbq_class_opts(&mut a).map_err(&e)?) };
         if let Some(pos) = self.classes.iter().position(|c| c.classid == classid) {
             if !replace {
                 return Err(e(format!("class {classid} already exists")));
@@ -938,8 +1079,10 @@ impl Builder<'_> {
                     if c.classid.major() != h.major() {
                         continue;
                     }
+                    let ClassOpts::Htb(o) = c.opts else {
+                        return Err(err(&c.line, &format!("class {} is not an htb class but qdisc {h} is htb", c.classid)));
+                    };
                     self.used_c[ci] = true;
-                    let o = c.opts;
                     let rate_bytes = o.rate / 8;
                     let ceil = o.ceil.unwrap_or(o.rate);
                     let ceil_bytes = ceil / 8;
@@ -984,6 +1127,64 @@ impl Builder<'_> {
                 let dq = direct_qlen.unwrap_or(dev.txqueuelen);
                 Box::new(Htb::new(h, *defcls, dq, defs, filters).map_err(|m| err(line, &format!("htb: {m}")))?)
             }
+            QdiscOpts::Cbq { bandwidth, avpkt, ewma, allot, mpu, cell } => {
+                let bw_bytes = bandwidth / 8;
+                let link = CbqLinkParams { rate: CbqRate::new(bw_bytes, *allot, *cell, *mpu), avpkt: *avpkt, ewma_log: *ewma, psched_mtu: dev.psched_mtu(), dev_mtu: dev.mtu };
+                let mut defs = Vec::new();
+                let mut maps = Vec::new();
+                for (ci, c) in self.cfg.classes.iter().enumerate() {
+                    if c.classid.major() != h.major() {
+                        continue;
+                    }
+                    let ClassOpts::Cbq(o) = c.opts else {
+                        return Err(err(&c.line, &format!("class {} is not a cbq class but qdisc {h} is cbq", c.classid)));
+                    };
+                    self.used_c[ci] = true;
+                    let rate_bytes = o.rate.unwrap_or(0) / 8;
+                    let avpkt_c = o.avpkt.unwrap_or(0);
+                    let allot_c = o.allot.unwrap_or(0).max(avpkt_c * 3 / 2);
+                    let ewma_c = o.ewma.unwrap_or(if o.maxburst.is_some() || o.minburst.is_some() || o.minidle.is_some() { TC_CBQ_DEF_EWMA } else { 0 });
+                    let ewma_eff = if ewma_c == 0 { *ewma } else { ewma_c };
+                    let bndw = o.bandwidth.unwrap_or(0) / 8;
+                    let prio = o.prio.filter(|&p| p != 0).unwrap_or(TC_CBQ_MAXPRIO);
+                    let weight = o.weight.unwrap_or(if prio == TC_CBQ_MAXPRIO { 1 } else { rate_bytes });
+                    let params = CbqClassParams {
+                        classid: c.classid,
+                        parent: if c.parent.minor() == 0 { None } else { Some(c.parent) },
+                        rate: CbqRate::new(rate_bytes, o.allot.unwrap_or(0), o.cell, o.mpu),
+                        allot: allot_c,
+                        weight,
+                        prio,
+                        ewma_log: ewma_c,
+                        avpkt: avpkt_c,
+                        maxidle: o.maxburst.map(|mb| tc_cbq_calc_maxidle(bndw, rate_bytes, avpkt_c, ewma_eff, mb)),
+                        minidle: o.minidle.map(|m| ((m as i64) << ewma_eff) * 64),
+                        offtime: o.minburst.map_or(0, |mb| tc_cbq_calc_offtime(bndw, rate_bytes, avpkt_c, ewma_eff, mb)),
+                        bounded: o.bounded,
+                        isolated: o.isolated,
+                        split: None,
+                    };
+                    if let (Some(sp), Some(dm)) = (o.split, o.defmap) {
+                        maps.push((c.classid, if sp.minor() == 0 { ClassId::new(h.major(), 0) } else { sp }, dm));
+                    }
+                    let q = match self.child_of(c.classid)? {
+                        Some(q) => q,
+                        None => {
+                            let mut q = self.default_pfifo();
+                            q.set_ids(ClassId::UNSPEC, c.classid);
+                            q
+                        }
+                    };
+                    let filters = self.filters_of(c.classid, false);
+                    defs.push(CbqClassDef { params, q, filters });
+                }
+                let mut link_q = self.default_pfifo();
+                link_q.set_ids(ClassId::UNSPEC, h);
+                let filters = self.filters_of(h, is_root);
+                let mut q = Cbq::new(h, link, link_q, filters, defs).map_err(|m| err(line, &format!("cbq: {m}")))?;
+                q.set_defmaps(&maps).map_err(|m| err(line, &format!("cbq: {m}")))?;
+                Box::new(q)
+            }
         };
         q.set_ids(h, spec.parent);
         Ok(q)
@@ -1004,8 +1205,10 @@ mod test {
         assert!(e.message.contains("burst"), "{e}");
         let e = TcConfig::parse("tbf rate 1mbit burst 10k").unwrap_err();
         assert!(e.message.contains("latency"), "{e}");
-        let e = TcConfig::parse("qdisc add root handle 1: cbq").unwrap_err();
-        assert!(e.message.contains("cbq"), "{e}");
+        let e = TcConfig::parse("qdisc add root handle 1: cbq avpkt 1000").unwrap_err();
+        assert!(e.message.contains("cbq") && e.message.contains("bandwidth"), "{e}");
+        let e = TcConfig::parse("qdisc add root handle 1: cbq bandwidth 10mbit avpkt 1000\nclass add parent 1: classid 1:1 cbq rate 1mbit").unwrap_err();
+        assert!(e.message.contains("avpkt"), "{e}");
         let e = TcConfig::parse("qdisc add root handle 1: htb\nclass add parent 1: classid 1:10 htb ceil 1mbit").unwrap_err();
         assert!(e.message.contains("rate"), "{e}");
         let e = TcConfig::parse("red limit 100000 avpkt 1000 adaptive").unwrap_err();
@@ -1049,7 +1252,7 @@ mod test {
              class add parent 1: classid 1:10 htb rate 100kbit",
         )
         .unwrap();
-        let s = &c.classes[0].opts;
+        let ClassOpts::Htb(s) = c.classes[0].opts else { panic!("htb class expected") };
         assert_eq!(s.mtu, 1600);
         // quantum: 100mbit/8/10 = 1.25 MB -> 200000; 100kbit/8/10 = 1250
         let q = c.build(0, "x").unwrap();

@@ -4,7 +4,7 @@
 //!
 //! * classless: [`fifo`] (`pfifo`, `bfifo`, `pfifo_head_drop`), [`prio::PfifoFast`],
 //!   [`tbf`], [`sfq`], [`red`], [`codel`], [`fq_codel`];
-//! * classful: [`prio::Prio`], [`htb`] (each class holds a child qdisc), `tbf` (one class);
+//! * classful: [`prio::Prio`], [`htb`], [`cbq`] (each class holds a child qdisc), `tbf` (one class);
 //! * classifiers: [`classify`] (`u32`, `fw`, `skb->priority`, and the [`Classifier`] plug-in
 //!   point for custom rules);
 //! * configuration: [`config::TcConfig`] reads `tc qdisc|class|filter add …` lines and builds
@@ -20,6 +20,7 @@
 //! can record them. No function panics on any packet bytes or configuration string.
 #![warn(missing_docs)]
 
+pub mod cbq;
 pub mod classify;
 pub mod codel;
 pub mod config;

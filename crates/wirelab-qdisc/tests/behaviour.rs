@@ -363,3 +363,95 @@ fn fw_filter_and_prio_bands() {
     let order: Vec<u8> = std::iter::from_fn(|| q.dequeue(Instant::ZERO, &mut d)).map(|p| p.src_addr()[3]).collect();
     assert_eq!(order, vec![2, 2, 1]);
 }
+
+fn cbq_tree(c1: &str, c2: &str) -> String {
+    format!(
+        "qdisc add root handle 1: cbq bandwidth 10mbit avpkt 1000\n\
+         class add parent 1: classid 1:1 cbq bandwidth 10mbit {c1} avpkt 1000\n\
+         class add parent 1: classid 1:2 cbq bandwidth 10mbit {c2} avpkt 1000\n\
+         filter add parent 1: protocol ip prio 1 u32 match ip dport 5001 0xffff flowid 1:1\n\
+         filter add parent 1: protocol ip prio 2 u32 match ip dport 5002 0xffff flowid 1:2"
+    )
+}
+
+fn two_greedy(end: f64) -> Vec<Source> {
+    let mut f2 = FlowSpec::new(UDP, 1);
+    f2.dport = 5002;
+    vec![Source::at_rate(FlowSpec::new(UDP, 0), 20 * MBIT, Instant::ZERO, secs(end)), Source::at_rate(f2, 20 * MBIT, Instant::ZERO, secs(end))]
+}
+
+#[test]
+fn cbq_bounded_class_is_held_to_its_rate() {
+    let mut q = build(&cbq_tree("rate 3mbit prio 1 bounded", "rate 7mbit prio 1 bounded"), 0);
+    let mut s = two_greedy(11.0);
+    s[1].stop = Instant::ZERO; // only class 1:1 is busy
+    let o = run_link(q.as_mut(), &mut s, 10 * MBIT, secs(1.0), secs(11.0));
+    let r = o.delivered[0].0 as f64 * 8.0 / 10.0;
+    eprintln!("cbq bounded: {r}");
+    assert!((r / 3e6 - 1.0).abs() < 0.05, "{r}");
+    assert!(q.stats().overlimits > 0);
+}
+
+#[test]
+fn cbq_borrowing_class_uses_idle_bandwidth() {
+    let mut q = build(&cbq_tree("rate 3mbit prio 1", "rate 7mbit prio 1"), 0);
+    let mut s = two_greedy(11.0);
+    s[1].stop = Instant::ZERO;
+    let o = run_link(q.as_mut(), &mut s, 10 * MBIT, secs(1.0), secs(11.0));
+    let r = o.delivered[0].0 as f64 * 8.0 / 10.0;
+    eprintln!("cbq borrow alone: {r}");
+    assert!(r > 0.97 * 10e6, "{r}");
+    let mut cs = Vec::new();
+    q.class_stats(&mut cs);
+    assert!(cs.iter().find(|c| c.classid == ClassId::new(1, 1)).unwrap().borrows > 0);
+    // both busy: the link is split roughly by rate (weights 3:7)
+    let mut q = build(&cbq_tree("rate 3mbit prio 1", "rate 7mbit prio 1"), 0);
+    let mut s = two_greedy(11.0);
+    let o = run_link(q.as_mut(), &mut s, 10 * MBIT, secs(1.0), secs(11.0));
+    let t = throughputs(&o, 10.0);
+    eprintln!("cbq both: {t:?}");
+    assert!((t[0] / 3e6 - 1.0).abs() < 0.1 && (t[1] / 7e6 - 1.0).abs() < 0.1, "{t:?}");
+}
+
+#[test]
+fn cbq_priority_band_wins_spare_bandwidth() {
+    let mut q = build(&cbq_tree("rate 1mbit prio 1", "rate 1mbit prio 2"), 0);
+    let mut s = two_greedy(11.0);
+    let o = run_link(q.as_mut(), &mut s, 10 * MBIT, secs(1.0), secs(11.0));
+    let t = throughputs(&o, 10.0);
+    eprintln!("cbq prio: {t:?}");
+    assert!(t[0] > 4.0 * t[1], "{t:?}");
+    assert!(t[0] + t[1] > 0.97 * 10e6, "{t:?}");
+}
+
+#[test]
+fn cbq_defmap_and_priority_classify() {
+    let mut q = build(
+        "qdisc add root handle 1: cbq bandwidth 10mbit avpkt 1000\n\
+         class add parent 1: classid 1:1 cbq bandwidth 10mbit rate 5mbit prio 1 avpkt 1000 split 1:0 defmap 40\n\
+         class add parent 1: classid 1:2 cbq bandwidth 10mbit rate 5mbit prio 1 avpkt 1000",
+        0,
+    );
+    let mut d = Vec::new();
+    let lowdelay = FlowSpec { tos: 0x10, ..FlowSpec::new(UDP, 0) }; // TC_PRIO_INTERACTIVE = 6
+    for i in 0..3 {
+        q.enqueue(Instant::ZERO, ip_packet(&lowdelay, i, None), &mut d);
+    }
+    q.enqueue(Instant::ZERO, ip_packet(&FlowSpec::new(UDP, 1), 9, None), &mut d); // prio 0: no default -> root class
+    let mut direct = ip_packet(&FlowSpec::new(UDP, 2), 10, None);
+    direct.meta.priority = ClassId::new(1, 2).0; // SO_PRIORITY = 1:2
+    q.enqueue(Instant::ZERO, direct, &mut d);
+    let mut t = Instant::ZERO;
+    while q.qlen() > 0 {
+        match q.dequeue(t, &mut d) {
+            Some(_) => {}
+            None => t = q.next_wakeup(t).unwrap(),
+        }
+    }
+    let mut cs = Vec::new();
+    q.class_stats(&mut cs);
+    let get = |id: ClassId| cs.iter().find(|c| c.classid == id).unwrap().packets;
+    assert_eq!(get(ClassId::new(1, 1)), 3);
+    assert_eq!(get(ClassId::new(1, 2)), 1);
+    assert_eq!(get(ClassId::new(1, 0)), 5); // the link class carries everything
+}

@@ -35,6 +35,15 @@ const CONFIGS: &[&str] = &[
      filter add parent 1: protocol ip prio 1 u32 match ip protocol 6 0xff flowid 1:10\n\
      filter add parent 1: protocol ip prio 2 u32 match ip protocol 17 0xff flowid 1:20\n\
      filter add parent 1: protocol ip prio 3 handle 5 fw flowid 1:0",
+    "qdisc add root handle 1: cbq bandwidth 10mbit avpkt 1000 ewma 4\n\
+     class add parent 1: classid 1:1 cbq bandwidth 10mbit rate 5mbit allot 1514 prio 2 avpkt 1000 maxburst 20 minburst 2\n\
+     class add parent 1:1 classid 1:10 cbq bandwidth 10mbit rate 1mbit prio 1 avpkt 500 bounded split 1:0 defmap 3f\n\
+     class add parent 1:1 classid 1:20 cbq bandwidth 10mbit rate 2mbit prio 3 avpkt 1000 isolated weight 100k\n\
+     class add parent 1: classid 1:30 cbq bandwidth 10mbit rate 500kbit avpkt 1000 minidle 100\n\
+     qdisc add parent 1:20 handle 20: tbf rate 800kbit burst 3k limit 6000\n\
+     qdisc add parent 1:30 handle 30: sfq limit 8\n\
+     filter add parent 1: protocol ip prio 1 u32 match ip protocol 6 0xff flowid 1:20\n\
+     filter add parent 1: protocol ip prio 2 u32 match ip protocol 132 0xff flowid 1:30",
     // no default class: unclassified packets take the direct queue
     "htb direct_qlen 3\n1:1 htb rate 1mbit\nu32 match ip protocol 132 0xff flowid 1:1",
 ];
@@ -151,6 +160,9 @@ fn exercise(cfg: &str, seed: u64, ops: usize) -> Vec<u64> {
         let direct = s.xstats.iter().find(|x| x.0 == "direct_packets_stat").unwrap().1 as u64;
         let leaves: u64 = cs.iter().filter(|c| c.kind == "htb" && c.leaf.is_some()).map(|c| c.packets).sum();
         assert_eq!(leaves + direct, s.packets, "{cfg}");
+    }
+    if s.kind == "cbq" {
+        assert_eq!(cs[0].packets, s.packets, "{cfg}: the link class counts every packet");
     }
     if s.kind == "prio" {
         assert_eq!(cs.iter().filter(|c| c.kind == "prio").map(|c| c.packets).sum::<u64>(), s.packets);
