@@ -167,6 +167,8 @@ pub(crate) struct Conn {
     is_cwnd_limited: bool,
     max_packets_out: u32,
     cwnd_usage_seq: SeqNumber,
+    snd_cwnd_used: u32,
+    snd_cwnd_stamp: Instant,
     lsndtime: Instant,
     // RTT (tcp_rtt_estimator; µs, srtt<<3, mdev<<2 as Linux)
     srtt_us: u32,
@@ -343,6 +345,8 @@ impl Conn {
             is_cwnd_limited: false,
             max_packets_out: 0,
             cwnd_usage_seq: iss,
+            snd_cwnd_used: 0,
+            snd_cwnd_stamp: now,
             lsndtime: now,
             srtt_us: 0,
             mdev_us: 0,
@@ -851,6 +855,7 @@ impl Conn {
         self.snd_sml = self.snd_nxt;
         self.cwnd_usage_seq = self.snd_nxt;
         self.lsndtime = now;
+        self.snd_cwnd_stamp = now;
         if !self.sndbuf_locked {
             self.sndbuf_expand(cfg);
         }
@@ -1141,6 +1146,13 @@ impl Conn {
             self.snd_ring.discard(freed as usize);
             self.snd_buf_seq = self.snd_buf_seq + freed;
             self.bytes_acked += freed as u64;
+            // an idle socket keeps no large buffers (bulk senders never drain the ring)
+            if self.snd_ring.is_empty() && self.snd_ring.capacity() > 4096 {
+                self.snd_ring = Ring::default();
+            }
+        }
+        if self.packets_out == 0 && self.rtx.capacity() > 64 {
+            self.rtx = VecDeque::new();
         }
         self.snd_una = ack;
         if self.snd_nxt.before(self.snd_una) {
@@ -2104,6 +2116,11 @@ impl Conn {
         }
         self.rcv_ring.discard(n);
         self.copied_seq = self.copied_seq + n as u32;
+        if self.rcv_ring.is_empty() && self.ooo.is_empty() && self.rcv_ring.capacity() > 4096 {
+            // drained after a burst: give the memory back (steady streams stay at 4 kB)
+            self.rcv_ring = Ring::default();
+            self.ooo = Vec::new();
+        }
         self.rcv_space_adjust(cfg, now);
         self.cleanup_rbuf(cfg, n);
         Ok(n)
@@ -2601,8 +2618,8 @@ impl Conn {
         Some(self.emit(cfg, now, buf, s.seq, fl, off, len, false))
     }
 
-    /// `tcp_cwnd_validate()`.
-    fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
+    /// `tcp_cwnd_validate()`: track whether cwnd is used; RFC 2861 decay when it is not.
+    fn cwnd_validate(&mut self, cfg: &TcpConfig, now: Instant, is_cwnd_limited: bool) {
         if !self.snd_una.before(self.cwnd_usage_seq)
             || is_cwnd_limited
             || (!self.is_cwnd_limited && self.packets_out > self.max_packets_out)
@@ -2611,6 +2628,31 @@ impl Conn {
             self.max_packets_out = self.packets_out;
             self.cwnd_usage_seq = self.snd_nxt;
         }
+        if self.tcp_is_cwnd_limited() {
+            // network is fed fully
+            self.snd_cwnd_used = 0;
+            self.snd_cwnd_stamp = now;
+        } else {
+            // network starves
+            self.snd_cwnd_used = self.snd_cwnd_used.max(self.packets_out);
+            if cfg.tcp_slow_start_after_idle && now.saturating_since(self.snd_cwnd_stamp) >= self.rto {
+                self.cwnd_application_limited(cfg, now);
+            }
+        }
+    }
+
+    /// `tcp_cwnd_application_limited()`: RFC 2861 "slow part": after an RTO in which cwnd
+    /// was not filled, move cwnd halfway to what was used.
+    fn cwnd_application_limited(&mut self, cfg: &TcpConfig, now: Instant) {
+        if self.ca_state == CaState::Open && !self.write_blocked {
+            let win_used = self.snd_cwnd_used.max(cfg.init_cwnd);
+            if win_used < self.tp.snd_cwnd {
+                self.tp.snd_ssthresh = self.current_ssthresh();
+                self.tp.snd_cwnd = (self.tp.snd_cwnd + win_used) >> 1;
+            }
+            self.snd_cwnd_used = 0;
+        }
+        self.snd_cwnd_stamp = now;
     }
 
     /// `tcp_write_xmit()` for one segment: cwnd test, receive-window test, Nagle.
@@ -2637,7 +2679,7 @@ impl Conn {
         // tcp_cwnd_test(): the final FIN alone is not held by cwnd
         let fin_only = with_fin && len == 0;
         if self.in_flight() >= self.tp.snd_cwnd && !fin_only {
-            self.cwnd_validate(true);
+            self.cwnd_validate(cfg, now, true);
             return None;
         }
         // tcp_snd_wnd_test()
@@ -2698,7 +2740,7 @@ impl Conn {
         }
         self.lsndtime = now;
         let limited = self.in_flight() >= self.tp.snd_cwnd;
-        self.cwnd_validate(limited);
+        self.cwnd_validate(cfg, now, limited);
         let off = seq.dist(self.snd_buf_seq);
         let mut fl = flags::ACK;
         if with_fin {
@@ -2722,6 +2764,8 @@ impl Conn {
             delta -= self.rto.as_nanos() as i128;
         }
         self.tp.snd_cwnd = cwnd.max(restart);
+        self.snd_cwnd_stamp = now;
+        self.snd_cwnd_used = 0;
     }
 
     /// Builds one segment into `buf` after the headroom (`tcp_transmit_skb`).
@@ -2798,6 +2842,16 @@ impl Conn {
             self.send_ack_now = false;
         }
         Transmit { src, dst, proto: wirelab_wire::ip_proto::TCP, tos: self.tos, dont_frag: true }
+    }
+
+    /// Approximate heap + struct bytes held by this connection.
+    pub fn memory_bytes(&self) -> usize {
+        core::mem::size_of::<Conn>()
+            + self.snd_ring.capacity()
+            + self.rcv_ring.capacity()
+            + self.rtx.capacity() * core::mem::size_of::<TxSeg>()
+            + self.ooo.capacity() * core::mem::size_of::<(SeqNumber, SeqNumber)>()
+            + if matches!(self.cc, CongCtl::Cubic(_)) { core::mem::size_of::<crate::cc::Cubic>() } else { 0 }
     }
 
     /// True if the connection may have something to transmit right now.

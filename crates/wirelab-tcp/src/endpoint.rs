@@ -224,7 +224,9 @@ impl TcpEndpoint {
             let id = SocketId(self.slots.len() as u32);
             let iss = self.rng.next_u32();
             let tso = self.rng.next_u32();
-            let c = Conn::new_passive(&self.cfg, id, local, remote, now, iss, tso, &r, lid, tos);
+            // Replies use the socket's TOS (0), not the SYN's (no tcp_reflect_tos).
+            let _ = tos;
+            let c = Conn::new_passive(&self.cfg, id, local, remote, now, iss, tso, &r, lid, 0);
             if let Some(Slot::Listener(l)) = self.slots.get_mut(lid.0 as usize) {
                 l.synrecv += 1;
             }
@@ -509,6 +511,12 @@ impl TcpEndpoint {
     /// Local and remote address of a connection.
     pub fn addrs(&self, s: SocketId) -> Option<(SocketAddrV4, SocketAddrV4)> {
         self.conn(s).map(|c| (c.local, c.remote))
+    }
+
+    /// Approximate memory held by a connection (struct, buffers, queues), for the
+    /// per-flow memory budget.
+    pub fn socket_memory(&self, s: SocketId) -> Option<usize> {
+        self.conn(s).map(|c| c.memory_bytes())
     }
 
     /// All live sockets (listeners and connections), in id order.

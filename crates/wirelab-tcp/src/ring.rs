@@ -18,13 +18,11 @@ impl Ring {
         self.len
     }
     /// True if empty.
-    #[allow(dead_code)]
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
     /// Allocated bytes.
-    #[allow(dead_code)]
     pub fn capacity(&self) -> usize {
         self.buf.len()
     }

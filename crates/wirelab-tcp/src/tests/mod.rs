@@ -635,3 +635,62 @@ fn profiles_interoperate() {
         assert_eq!(p.b.info(s).unwrap().bytes_received, 1_000_000, "{prof}");
     }
 }
+
+#[test]
+fn idle_connection_memory_is_small() {
+    let mut p = Pair::default_pair(81);
+    let (c, s) = p.connect(80);
+    let fresh = p.a.socket_memory(c).unwrap();
+    p.sinks.push((false, s, 0, false));
+    p.bulk.push((true, c, 5_000_000));
+    p.run_for(Duration::from_secs(8));
+    assert_eq!(p.b.info(s).unwrap().bytes_received, 5_000_000);
+    let a = p.a.socket_memory(c).unwrap();
+    let b = p.b.socket_memory(s).unwrap();
+    eprintln!("fresh {fresh} B, idle after bulk: sender {a} B, receiver {b} B");
+    assert!(fresh <= 4096, "{fresh}");
+    assert!(a <= 10 * 1024 && b <= 10 * 1024, "sender {a} receiver {b}");
+}
+
+#[test]
+fn lost_fin_is_retransmitted() {
+    let mut p = Pair::default_pair(82);
+    let (c, s) = p.connect(80);
+    p.a.send(p.now, c, b"bye").unwrap();
+    p.run_for(ms(100));
+    p.ab.drop_next_data = 1; // the FIN
+    p.a.shutdown_write(p.now, c).unwrap();
+    p.run_for(ms(150));
+    assert!(!p.has_event(false, s, SockEvent::PeerClosed));
+    p.run_for(ms(400)); // RTO ~ 240 ms
+    assert!(p.has_event(false, s, SockEvent::PeerClosed));
+    assert_eq!(p.a.info(c).unwrap().state, TcpState::FinWait2);
+    assert_eq!(p.a.info(c).unwrap().total_retrans, 1);
+}
+
+#[test]
+fn simultaneous_close() {
+    let mut p = Pair::default_pair(83);
+    let (c, s) = p.connect(80);
+    p.a.shutdown_write(p.now, c).unwrap();
+    p.b.shutdown_write(p.now, s).unwrap();
+    p.run_for(ms(300));
+    assert_eq!(p.a.info(c).unwrap().state, TcpState::TimeWait);
+    assert_eq!(p.b.info(s).unwrap().state, TcpState::TimeWait);
+}
+
+#[test]
+fn syn_retries_back_off_then_fail() {
+    let mut p = Pair::default_pair(84);
+    p.capture = Some(Vec::new());
+    p.ab.loss = 1.0; // SYNs vanish
+    p.ab.loss_acks = true;
+    let c = p.a.connect(p.now, A_ADDR, SocketAddrV4::new(B_ADDR, 80)).unwrap();
+    p.run_for(Duration::from_secs(200));
+    let times: Vec<u64> = p.capture.take().unwrap().iter().map(|x| x.0.as_nanos() / 1_000_000).collect();
+    // initial RTO 1 s, doubling: 0, 1, 3, 7, 15, 31, 63 s (tcp_syn_retries = 6)
+    assert_eq!(times, vec![0, 1000, 3000, 7000, 15000, 31000, 63000]);
+    assert!(p.has_event(true, c, SockEvent::ConnectFailed));
+    let failed_at = p.events.iter().find(|e| e.2 == SockEvent::ConnectFailed).unwrap().3;
+    assert_eq!(failed_at.as_nanos() / 1_000_000, 127_000);
+}

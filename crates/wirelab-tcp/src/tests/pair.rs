@@ -140,7 +140,7 @@ impl Pair {
                 let seg = self.buf[HEADROOM..].to_vec();
                 let has_data = {
                     let p = TcpPacket::new_checked(&seg[..]).unwrap();
-                    !p.payload().is_empty()
+                    p.segment_len() > 0
                 };
                 if let Some(c) = self.capture.as_mut() {
                     c.push((self.now, from_a, seg.clone()));
