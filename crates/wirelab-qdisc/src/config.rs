@@ -177,8 +177,8 @@ fn size_opt(who: &str, opt: &str, v: &str) -> R<u64> {
 }
 fn rate_opt(who: &str, opt: &str, v: &str) -> R<u64> {
     let r = parse_rate(v).map_err(|e| bad(who, opt, v, e))?;
-    if r == 0 {
-        return Err(bad(who, opt, v, "rate must be positive"));
+    if r < 8 {
+        return Err(bad(who, opt, v, "rate must be at least 8bit (tc counts whole bytes per second)"));
     }
     Ok(r)
 }
@@ -373,13 +373,13 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
             }
             // Sally Floyd's recommendations, as q_red.c applies them
             if max == 0 {
-                max = if min != 0 { min * 3 } else { limit / 4 };
+                max = if min != 0 { min.saturating_mul(3) } else { limit / 4 };
             }
             if min == 0 {
                 min = max / 3;
             }
             if burst == 0 {
-                burst = ((2 * min + max) / (3 * avpkt)) as u32;
+                burst = (min.saturating_mul(2).saturating_add(max) / avpkt.saturating_mul(3)).min(u32::MAX as u64) as u32;
             }
             if max < min {
                 return Err(format!("red: `max` ({max}) is below `min` ({min})"));
@@ -425,7 +425,7 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
             if avpkt == 0 {
                 return Err("cbq: `avpkt` is required".into());
             }
-            QdiscOpts::Cbq { bandwidth: bw, avpkt, ewma, allot: allot.max(avpkt * 3 / 2), mpu, cell }
+            QdiscOpts::Cbq { bandwidth: bw, avpkt, ewma, allot: allot.max(avpkt.saturating_mul(3) / 2), mpu, cell }
         }
         _ => return Err(format!("unknown or unsupported qdisc kind `{kind}`")),
     })
@@ -515,7 +515,7 @@ fn parse_cbq_class_opts(a: &mut Args) -> R<CbqClassOpts> {
         return Err("cbq class: link-sharing parameters missing (give at least `avpkt`)".into());
     }
     let avpkt = o_.avpkt.unwrap_or(0);
-    let allot = o_.allot.unwrap_or(0).max(avpkt * 3 / 2);
+    let allot = o_.allot.unwrap_or(0).max(avpkt.saturating_mul(3) / 2);
     if allot == 0 {
         return Err("cbq class: `allot` is required to set WRR parameters (or give `avpkt`)".into());
     }
@@ -1069,7 +1069,7 @@ impl Builder<'_> {
                 Box::new(FqCodel::new(p, rng("fq_codel")))
             }
             QdiscOpts::Red { limit, min, max, avpkt, burst, probability, bandwidth, ecn, harddrop } => {
-                let wlog = tc_red_eval_ewma(*min, *burst, *avpkt).ok_or_else(|| err(line, &format!("red: burst {burst} is too small; try burst {}", 1 + min / avpkt)))?;
+                let wlog = tc_red_eval_ewma(*min, *burst, *avpkt).ok_or_else(|| err(line, &format!("red: burst {burst} is too small; try burst {}", (min / avpkt).saturating_add(1))))?;
                 let p = RedParams { limit: *limit, qth_min: *min, qth_max: *max, wlog, max_p: *probability, avpkt: *avpkt, bandwidth_bps: *bandwidth, ecn: *ecn, harddrop: *harddrop };
                 Box::new(Red::new(p, rng("red")))
             }
@@ -1142,7 +1142,7 @@ impl Builder<'_> {
                     self.used_c[ci] = true;
                     let rate_bytes = o.rate.unwrap_or(0) / 8;
                     let avpkt_c = o.avpkt.unwrap_or(0);
-                    let allot_c = o.allot.unwrap_or(0).max(avpkt_c * 3 / 2);
+                    let allot_c = o.allot.unwrap_or(0).max(avpkt_c.saturating_mul(3) / 2);
                     let ewma_c = o.ewma.unwrap_or(if o.maxburst.is_some() || o.minburst.is_some() || o.minidle.is_some() { TC_CBQ_DEF_EWMA } else { 0 });
                     let ewma_eff = if ewma_c == 0 { *ewma } else { ewma_c };
                     let bndw = o.bandwidth.unwrap_or(0) / 8;
@@ -1158,7 +1158,7 @@ impl Builder<'_> {
                         ewma_log: ewma_c,
                         avpkt: avpkt_c,
                         maxidle: o.maxburst.map(|mb| tc_cbq_calc_maxidle(bndw, rate_bytes, avpkt_c, ewma_eff, mb)),
-                        minidle: o.minidle.map(|m| ((m as i64) << ewma_eff) * 64),
+                        minidle: o.minidle.map(|m| (m as i64).saturating_mul(1 << ewma_eff).saturating_mul(64)),
                         offtime: o.minburst.map_or(0, |mb| tc_cbq_calc_offtime(bndw, rate_bytes, avpkt_c, ewma_eff, mb)),
                         bounded: o.bounded,
                         isolated: o.isolated,

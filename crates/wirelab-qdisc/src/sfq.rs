@@ -98,7 +98,7 @@ impl Sfq {
         let mut maxdepth = SFQ_MAX_DEPTH;
         let mut maxflows = SFQ_DEFAULT_FLOWS;
         let mut divisor = SFQ_DEFAULT_HASH_DIVISOR;
-        let quantum = o.quantum.unwrap_or(dev.psched_mtu());
+        let quantum = o.quantum.filter(|&q| q != 0).unwrap_or(dev.psched_mtu());
         if quantum == 0 || quantum > 0x7fff_ffff {
             return Err(format!("invalid quantum {quantum}"));
         }
