@@ -4,7 +4,7 @@
 //! The association owns no I/O: the endpoint feeds it parsed packets and timer ticks and
 //! drains its packets. Names follow Linux `net/sctp/` (`outqueue.c`, `sm_statefuns.c`,
 //! `transport.c`, `associola.c`, `ulpqueue.c`) and the RFC sections are cited inline.
-use crate::config::{BacklogDef, SctpConfig, SndbufAdv};
+use crate::config::{Autotune, BacklogDef, SctpConfig, SndbufAdv};
 use crate::types::*;
 use crate::wire::*;
 use std::collections::VecDeque;
@@ -14,12 +14,12 @@ use wirelab_wire::ip_proto;
 
 /// Bytes of a HEARTBEAT info value: path index, nonce, send time.
 pub(crate) const HB_INFO_LEN: usize = 24;
-/// Duplicate TSNs remembered for the next SACK.
+/// Duplicate TSNs remembered for the next SACK (Linux `SCTP_MAX_DUP_TSNS`).
 const MAX_DUPS: usize = 16;
-/// Gap blocks in one SACK (bounded so a SACK always fits a packet).
-const MAX_GAPS: usize = 64;
-/// Receive window in TSNs beyond the cumulative ack that we track.
-const MAX_RX_SPAN: usize = 1 << 16;
+/// Gap blocks in one SACK (Linux `SCTP_MAX_GABS`; TSNs beyond the 16th gap go unreported).
+const MAX_GAPS: usize = 16;
+/// TSNs tracked beyond the cumulative ack (Linux `SCTP_TSN_MAP_SIZE`; later ones dropped).
+const MAX_RX_SPAN: usize = 4096;
 /// Linux `SCTP_DEFAULT_MINWINDOW`.
 const SCTP_DEFAULT_MINWINDOW: u32 = 1500;
 /// Linux `SCTP_DEFAULT_RWND_SHIFT`: window-update SACK threshold is rcvbuf >> 4.
@@ -223,10 +223,13 @@ pub(crate) struct SockSettings {
 
 impl SockSettings {
     pub fn new(cfg: &SctpConfig) -> Self {
+        // Seed 001: with autotuning the socket starts from sctp_{w,r}mem[1] instead of
+        // net.core.{w,r}mem_default (which every real release uses).
+        let auto = cfg.autotune != Autotune::Off;
         SockSettings {
             nodelay: false,
-            sndbuf: cfg.wmem_default,
-            rcvbuf: cfg.rmem_default,
+            sndbuf: if auto { cfg.sctp_wmem[1] } else { cfg.wmem_default },
+            rcvbuf: if auto { cfg.sctp_rmem[1] } else { cfg.rmem_default },
             sndbuf_locked: false,
             rcvbuf_locked: false,
             max_burst: cfg.max_burst,
@@ -302,6 +305,10 @@ pub(crate) struct Assoc {
     data_from: usize,
     peer_shutdown: bool,
     reset: bool,
+    /// Autotuning receiver state (TCP's rcvq_space): target, window start, bytes copied.
+    rcvq_space: u64,
+    rcvq_time: Instant,
+    rcvq_copied: u64,
     pub stats: AssocStats,
 }
 
@@ -385,6 +392,9 @@ impl Assoc {
             data_from: 0,
             peer_shutdown: false,
             reset: false,
+            rcvq_space: 0,
+            rcvq_time: Instant::ZERO,
+            rcvq_copied: 0,
             stats: AssocStats::default(),
         }
     }
@@ -412,7 +422,7 @@ impl Assoc {
         a.peer_tag = c.peer_tag;
         for &p in &c.peer_addrs {
             let l = pick_local(&a.local_addrs, p);
-            a.paths.push(Path::new(p, l, cfg, c.peer_rwnd.max(4 * cfg.pmtu)));
+            a.paths.push(Path::new(p, l, cfg, initial_ssthresh(cfg, c.peer_rwnd)));
         }
         a.setup_peer(c.peer_itsn, c.peer_rwnd, c.os, c.is);
         // The COOKIE-ACK is queued when the endpoint feeds the COOKIE-ECHO packet in.
@@ -923,8 +933,7 @@ impl Assoc {
             }
         }
         for p in &mut self.paths {
-            // Linux sctp_assoc_add_peer: ssthresh = peer's a_rwnd.
-            p.ssthresh = i.a_rwnd.max(4 * cfg.pmtu);
+            p.ssthresh = initial_ssthresh(cfg, i.a_rwnd);
         }
         self.setup_peer(i.initial_tsn.0, i.a_rwnd, cfg.out_streams.min(i.mis), cfg.max_in_streams.min(i.os));
         if !unrec.is_empty() {
@@ -1045,7 +1054,7 @@ impl Assoc {
         if cum < self.cum_acked {
             return; // §6.2.1 D i: out of order SACK
         }
-        if cum >= self.next_tsn {
+        if cum > self.highest_sent() {
             return; // acks data never sent: ignore (Linux aborts on this violation)
         }
         let mtu = cfg.pmtu;
@@ -1176,6 +1185,9 @@ impl Assoc {
         if need_fr {
             self.fast_retransmit(cfg);
         }
+        if freed && self.want_writable {
+            self.autotune_sndbuf(cfg);
+        }
         if freed && self.want_writable && self.wspace() > 0 {
             self.want_writable = false;
             self.events.push(SockEvent::Writable);
@@ -1201,7 +1213,8 @@ impl Assoc {
                     p.pba = 0;
                 }
             }
-            self.fast_recovery = Some(self.next_tsn.prev());
+            // §7.2.4 item 4: exit point = highest TSN outstanding (sent), not queued.
+            self.fast_recovery = Some(self.highest_sent());
         }
         let n = self.mark_rtx(|c| c.misses >= 3 && !c.fast_done, usize::MAX, true);
         // fast retransmissions go back to the path they were sent on
@@ -1213,6 +1226,15 @@ impl Assoc {
         }
         if n > 0 {
             self.stats.fast_retransmits += 1;
+        }
+    }
+
+    /// Highest TSN ever sent (TSNs are assigned at enqueue, so this is not `next_tsn − 1`).
+    fn highest_sent(&self) -> Tsn {
+        if self.first_unsent == 0 {
+            self.cum_acked
+        } else {
+            self.q[self.first_unsent - 1].tsn
         }
     }
 
@@ -1246,6 +1268,10 @@ impl Assoc {
         let len = d.payload.len() as u32;
         // Linux sctp_eat_data: no room → discard (and SACK at once).
         let frag = cfg.frag_point() as u32;
+        let charge = cfg.chunk_truesize(d.payload.len()) as u32;
+        if self.rx_mem + charge as u64 >= self.sock.rcvbuf {
+            self.autotune_rcvbuf(cfg, self.rx_mem + charge as u64);
+        }
         let rmem_full = self.rx_mem >= self.sock.rcvbuf;
         if self.rwnd == 0 || len > self.rwnd.saturating_add(frag) || (rmem_full && tsn != self.cum_tsn.next()) {
             self.sack_now = true;
@@ -1257,7 +1283,6 @@ impl Assoc {
         if tsn != self.cum_tsn.next() {
             self.sack_now = true; // out of order: SACK immediately (§6.7)
         }
-        let charge = cfg.chunk_truesize(d.payload.len()) as u32;
         let slot = &mut self.rx[idx];
         if d.stream as usize >= self.in_streams.len() {
             // §6.5 invalid stream: acknowledge the TSN, discard the data, report.
@@ -1464,7 +1489,7 @@ impl Assoc {
     }
 
     /// `recvmsg()` on a one-to-one socket: at most one message (or part of one).
-    pub fn recv(&mut self, cfg: &SctpConfig, out: &mut [u8]) -> Result<Option<RecvInfo>, SockError> {
+    pub fn recv(&mut self, now: Instant, cfg: &SctpConfig, out: &mut [u8]) -> Result<Option<RecvInfo>, SockError> {
         let Some(mut m) = self.ready.front().copied() else {
             if self.reset {
                 return Err(SockError::Reset);
@@ -1514,6 +1539,7 @@ impl Assoc {
             return Ok(None);
         }
         self.stats.bytes_delivered += n as u64;
+        self.rcv_space_adjust(now, cfg, n as u64);
         if eom {
             self.ready.pop_front();
             if m.last.is_none() {
@@ -1588,6 +1614,83 @@ impl Assoc {
         }
         self.close_now();
         self.events.push(SockEvent::Closed);
+    }
+
+    // -------------------------------------------------------------------------------
+    // buffer autotuning (seed system 2; never merged upstream)
+    // -------------------------------------------------------------------------------
+
+    /// Payload-to-charge ratio applied by the overhead-corrected variant (×1000).
+    fn overhead_permille(&self, cfg: &SctpConfig) -> u64 {
+        match cfg.autotune {
+            Autotune::OverheadCorrected => {
+                let f = cfg.frag_point();
+                cfg.chunk_truesize(f) * 1000 / f as u64
+            }
+            _ => 1000,
+        }
+    }
+
+    /// Sender rule (mirrors `tcp_should_expand_sndbuf()` + `tcp_new_space()`, 2.6.37):
+    /// when a SACK frees space while the writer waits, not locked, not cwnd-limited:
+    /// `sk_sndbuf = max(sk_sndbuf, min(2·cwnd, sctp_wmem[2]))`, cwnd summed over active
+    /// paths (seed-systems §2.5). Global memory pressure is not modelled.
+    fn autotune_sndbuf(&mut self, cfg: &SctpConfig) {
+        if cfg.autotune == Autotune::Off || self.sock.sndbuf_locked {
+            return;
+        }
+        let cwnd: u64 = self.paths.iter().filter(|p| p.state != PathState::Inactive).map(|p| p.cwnd as u64).sum();
+        if self.outstanding >= cwnd {
+            return;
+        }
+        let want = (2 * cwnd * self.overhead_permille(cfg) / 1000).min(cfg.sctp_wmem[2]);
+        if want > self.sock.sndbuf {
+            self.sock.sndbuf = want;
+        }
+    }
+
+    /// Receiver rule 1 (as `tcp_clamp_window()`): a chunk would fill `sk_rcvbuf` → grow it
+    /// (up to `sctp_rmem[2]`) instead of advertising a zero window.
+    fn autotune_rcvbuf(&mut self, cfg: &SctpConfig, need: u64) {
+        if cfg.autotune == Autotune::Off || self.sock.rcvbuf_locked || self.sock.rcvbuf >= cfg.sctp_rmem[2] {
+            return;
+        }
+        let new = need.max(self.sock.rcvbuf).min(cfg.sctp_rmem[2]);
+        self.grow_rcvbuf(new);
+    }
+
+    /// Receiver rule 2 (as `tcp_rcv_space_adjust()`): once per RTT, target = 2 × bytes
+    /// copied to the user in that RTT; grow `sk_rcvbuf` to it (clamped). The RTT is the
+    /// path's SRTT (from data or heartbeats), else RTO.Initial.
+    fn rcv_space_adjust(&mut self, now: Instant, cfg: &SctpConfig, copied: u64) {
+        if cfg.autotune == Autotune::Off || self.sock.rcvbuf_locked {
+            return;
+        }
+        self.rcvq_copied += copied;
+        let rtt = self.paths.get(self.data_from).and_then(|p| p.srtt).map(Duration::from_nanos).unwrap_or(cfg.rto_initial);
+        if now.saturating_since(self.rcvq_time) < rtt {
+            return;
+        }
+        let target = 2 * self.rcvq_copied;
+        self.rcvq_copied = 0;
+        self.rcvq_time = now;
+        if target > self.rcvq_space {
+            self.rcvq_space = target;
+            let want = (target * self.overhead_permille(cfg) / 1000).min(cfg.sctp_rmem[2]);
+            if want > self.sock.rcvbuf {
+                self.grow_rcvbuf(want);
+            }
+        }
+    }
+
+    /// After any `sk_rcvbuf` growth the window opens by half the growth [inferred, §2.3].
+    fn grow_rcvbuf(&mut self, new: u64) {
+        let old = self.sock.rcvbuf;
+        if new <= old {
+            return;
+        }
+        self.sock.rcvbuf = new;
+        self.rwnd = self.rwnd.saturating_add(((new - old) / 2).min(u32::MAX as u64) as u32);
     }
 
     // -------------------------------------------------------------------------------
@@ -1982,6 +2085,13 @@ impl Assoc {
         }
     }
 
+}
+
+/// Linux `sctp_assoc_add_peer()`: ssthresh starts at the peer's a_rwnd; seed 001's
+/// autotuning uses `sctp_wmem[2] / 2` instead.
+fn initial_ssthresh(cfg: &SctpConfig, peer_rwnd: u32) -> u32 {
+    let v = if cfg.autotune != Autotune::Off { (cfg.sctp_wmem[2] / 2).min(u32::MAX as u64) as u32 } else { peer_rwnd };
+    v.max(4 * cfg.pmtu)
 }
 
 fn nonzero(rng: &mut Rng) -> u32 {

@@ -232,8 +232,7 @@ impl SctpEndpoint {
     /// `recvmsg()`: copies up to `buf.len()` bytes of the next message. `Ok(None)` = would
     /// block; `len == 0` with `end_of_message` = the peer shut down and everything was read.
     pub fn recv(&mut self, now: Instant, s: SocketId, buf: &mut [u8]) -> Result<Option<RecvInfo>, SockError> {
-        let _ = now;
-        self.assoc_cmd(s, |a, cfg, _| a.recv(cfg, buf))?
+        self.assoc_cmd(s, |a, cfg, _| a.recv(now, cfg, buf))?
     }
 
     /// Reads and discards up to `max` bytes (a sink that only counts); same return as `recv`.
@@ -265,10 +264,37 @@ impl SctpEndpoint {
         self.assoc_cmd(s, |a, _, _| a.shutdown(now))
     }
 
-    /// Abortive close: ABORT with a user-initiated-abort cause.
-    pub fn abort(&mut self, now: Instant, s: SocketId) -> Result<(), SockError> {
+    /// `close()` on a one-to-one socket: graceful shutdown; ignored for unknown sockets.
+    pub fn close(&mut self, now: Instant, s: SocketId) {
+        let _ = self.assoc_cmd(s, |a, _, _| a.shutdown(now));
+    }
+
+    /// Abortive close (`SO_LINGER` 0): ABORT with a user-initiated-abort cause; no-op for
+    /// unknown or already closed sockets.
+    pub fn abort(&mut self, now: Instant, s: SocketId) {
         let _ = now;
-        self.assoc_cmd(s, |a, _, _| a.abort())
+        let _ = self.assoc_cmd(s, |a, _, _| a.abort());
+    }
+
+    /// Association state (`None` for listeners and unknown sockets).
+    pub fn state(&self, s: SocketId) -> Option<AssocState> {
+        match self.slots.get(s.0 as usize) {
+            Some(Slot::Assoc(a)) => Some(a.state),
+            _ => None,
+        }
+    }
+
+    /// (local port, peer port, primary peer address) of an association socket.
+    pub fn addrs(&self, s: SocketId) -> Option<(u16, u16, Ipv4Addr)> {
+        match self.slots.get(s.0 as usize) {
+            Some(Slot::Assoc(a)) => Some((a.lport, a.pport, a.paths.get(a.primary)?.addr)),
+            _ => None,
+        }
+    }
+
+    /// All association sockets, in creation order.
+    pub fn sockets(&self) -> impl Iterator<Item = SocketId> + '_ {
+        self.slots.iter().enumerate().filter(|(_, s)| matches!(s, Slot::Assoc(_))).map(|(i, _)| SocketId(i as u32))
     }
 
     /// `setsockopt()`. On a listener, the setting is inherited by accepted associations.

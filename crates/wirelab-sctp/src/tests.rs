@@ -86,6 +86,7 @@ struct Net {
     sink: Sink,
     /// DATA-carrying packets host 0 has sent; the n-th (1-based) listed are dropped/duplicated.
     data_pkts: u64,
+    qdrops: u64,
     drop_nth: Vec<u64>,
     dup_nth: Vec<u64>,
     listener: Option<SocketId>,
@@ -111,6 +112,7 @@ impl Net {
             bulk: None,
             sink: Sink { reading: true, ..Default::default() },
             data_pkts: 0,
+            qdrops: 0,
             drop_nth: Vec::new(),
             dup_nth: Vec::new(),
             listener: None,
@@ -165,6 +167,7 @@ impl Net {
                     let b = &mut self.busy[h][sub];
                     let start = (*b).max(self.now);
                     if start.saturating_since(self.now) > self.qlimit {
+                        self.qdrops += 1;
                         continue; // drop-tail
                     }
                     *b = start + Duration::transmit_time(bytes.len() as u64 + 20 + 14, self.rate);
@@ -448,7 +451,7 @@ fn graceful_shutdown_closes_both_ends() {
 #[test]
 fn abort_resets_peer() {
     let (mut n, s) = established_pair();
-    n.h[0].abort(n.now, s).unwrap();
+    n.h[0].abort(n.now, s);
     n.run_for(Duration::from_millis(100));
     assert!(n.has_event(1, SockEvent::Reset).is_some());
     assert_eq!(n.h[1].info(n.sink.sock.unwrap()).unwrap().state, AssocState::Closed);
@@ -1079,3 +1082,47 @@ fn max_burst_limits_packets_per_flush() {
     let burst = n.cap[mark..].iter().filter(|c| c.1 == 0 && c.0 == t).count();
     assert_eq!(burst, 5);
 }
+
+// ------------------------------------------------------------------------------------
+// buffer autotuning (seed system 2)
+// ------------------------------------------------------------------------------------
+
+fn autotune_run(mode: &str, one_way_ms: u64) -> (u64, AssocInfo, AssocInfo) {
+    let mut c = SctpConfig::profile("linux-2.6.37").unwrap();
+    c.set_sysctl("net.sctp.autotune", mode).unwrap();
+    let mut n = Net::new(c.clone(), c);
+    n.capture = false;
+    n.latency = Duration::from_millis(one_way_ms);
+    // GbE-like: the buffers, not the link, limit the transfer (seed-systems §2.4)
+    n.rate = 1_000_000_000;
+    n.qlimit = Duration::from_millis(12);
+    n.listen(&[a("10.0.1.2")]);
+    let s = n.connect(&[a("10.0.1.1")], &[a("10.0.1.2")]);
+    n.run_for(Duration::from_millis(4 * one_way_ms + 10));
+    // 2.6.37 returns EMSGSIZE for a message larger than sk_sndbuf, and autotuning starts
+    // from sctp_wmem[1] = 16 KiB: use 8 KiB messages
+    n.start_bulk(s, u64::MAX / 2, 8192, 1);
+    n.run_for(Duration::from_secs(5));
+    let r = n.h[1].info(n.sink.sock.unwrap()).unwrap();
+    (n.sink.total, n.info(s), r)
+}
+
+#[test]
+fn autotuning_is_off_by_default_and_grows_buffers_when_on() {
+    let (fixed, fs, fr) = autotune_run("off", 50);
+    assert_eq!(fs.sndbuf, 124_928);
+    assert_eq!(fr.rcvbuf, 124_928);
+    let (tuned, ts, tr) = autotune_run("faithful", 50);
+    assert!(ts.sndbuf > fs.sndbuf, "sndbuf {}", ts.sndbuf);
+    assert!(tr.rcvbuf > 349_500, "rcvbuf {}", tr.rcvbuf);
+    assert!(ts.sndbuf <= 3_989_504 && tr.rcvbuf <= 3_989_504);
+    // fixed buffers cap one association at about rwnd/RTT = 62464 B / 100 ms ≈ 5 Mb/s
+    let fixed_mbps = fixed as f64 * 8.0 / 5e6;
+    assert!(fixed_mbps > 3.0 && fixed_mbps < 6.0, "{fixed_mbps}");
+    assert!(tuned > 2 * fixed, "autotuned {tuned} vs fixed {fixed}: {:?} {:?}", ts.stats, ts.paths);
+    let (corr, cs, cr) = autotune_run("overhead_corrected", 50);
+    eprintln!("fixed {fixed} B sndbuf {} rcvbuf {}; faithful {tuned} B sndbuf {} rcvbuf {}; corrected {corr} B sndbuf {} rcvbuf {}", fs.sndbuf, fr.rcvbuf, ts.sndbuf, tr.rcvbuf, cs.sndbuf, cr.rcvbuf);
+    assert!(cs.sndbuf >= ts.sndbuf, "{} {}", cs.sndbuf, ts.sndbuf);
+    assert!(corr > 2 * fixed);
+}
+
