@@ -70,7 +70,6 @@ struct Class {
     tokens: i64,
     ctokens: i64,
     t_c: Instant,
-    cmode: Mode,
     leaf: Option<Box<dyn Qdisc>>,
     deficit: [i64; TC_HTB_MAXDEPTH],
     filters: FilterChain,
@@ -144,7 +143,6 @@ impl Htb {
                 tokens: p.buffer_ns,
                 ctokens: p.cbuffer_ns,
                 t_c: Instant::ZERO,
-                cmode: Mode::CanSend,
                 leaf: d.leaf,
                 deficit: [0; TC_HTB_MAXDEPTH],
                 filters: d.filters,
@@ -300,6 +298,8 @@ impl Htb {
         let mut x = Some(leaf);
         while let Some(k) = x {
             let c = &mut self.classes[k];
+            // the mode Linux's wait queue would have given the class by now (htb_do_events())
+            let before = Self::mode_at(c, now);
             let diff = Self::diff(c, now);
             if c.level >= level {
                 if c.level == level {
@@ -322,14 +322,11 @@ impl Htb {
             }
             c.ctokens = toks;
             c.t_c = now;
+            // htb_change_class_mode(): count transitions into CANT_SEND
             let m = Self::mode_at(c, now);
-            if m != c.cmode {
-                if m == Mode::CantSend {
-                    c.overlimits += 1;
-                    self.c.overlimits += 1;
-                }
-                let c = &mut self.classes[k];
-                c.cmode = m;
+            if m != before && m == Mode::CantSend {
+                c.overlimits += 1;
+                self.c.overlimits += 1;
             }
             let c = &mut self.classes[k];
             c.bytes += len as u64;

@@ -30,12 +30,14 @@ pub mod htb;
 pub mod prio;
 pub mod red;
 pub mod sfq;
+pub mod show;
 pub mod tbf;
 pub(crate) mod util;
 
 use core::fmt;
 pub use classify::{Classifier, FilterChain, Fw, U32};
 pub use config::{TcConfig, TcError};
+pub use show::tc_show;
 use wirelab_core::{Instant, Pkt};
 
 /// `DEFAULT_TX_QUEUE_LEN` (include/linux/netdevice.h): Ethernet devices' `txqueuelen`.

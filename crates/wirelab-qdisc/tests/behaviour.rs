@@ -104,6 +104,10 @@ fn htb_enforces_rate_within_one_percent() {
     let o = run_link(q.as_mut(), &mut s, 100 * MBIT, secs(1.0), secs(11.0));
     let r = o.delivered[0].0 as f64 * 8.0 / 10.0;
     assert!((r / 8e6 - 1.0).abs() < 0.01, "{r}");
+    // the parent keeps hitting its ceil: htb_change_class_mode() counts each CANT_SEND entry
+    let mut cs = Vec::new();
+    q.class_stats(&mut cs);
+    assert!(cs[0].overlimits > 100 && q.stats().overlimits >= cs[0].overlimits, "{:?}", cs[0]);
     // ceil == rate: no borrowing possible
     let mut q = build("htb default 1\n1:1 htb rate 3mbit", 0);
     let mut s = vec![Source::at_rate(FlowSpec::new(TCP, 0), 20 * MBIT, Instant::ZERO, secs(11.0))];
