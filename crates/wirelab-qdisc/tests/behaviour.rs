@@ -459,3 +459,50 @@ fn cbq_defmap_and_priority_classify() {
     assert_eq!(get(ClassId::new(1, 2)), 1);
     assert_eq!(get(ClassId::new(1, 0)), 5); // the link class carries everything
 }
+
+#[test]
+fn tbf_peakrate_limits_the_burst() {
+    // a 50 KB bucket would let the first burst out at line rate; peakrate caps it at 2 Mbit/s
+    let mut q = build("tbf rate 1mbit burst 50k limit 100k peakrate 2mbit mtu 1600", 0);
+    let mut s = vec![Source::at_rate(FlowSpec::new(UDP, 0), 20 * MBIT, Instant::ZERO, secs(2.0))];
+    let o = run_link(q.as_mut(), &mut s, 100 * MBIT, Instant::ZERO, secs(0.1));
+    let r = o.delivered[0].0 as f64 * 8.0 / 0.1;
+    assert!((r / 2e6 - 1.0).abs() < 0.05, "burst went out at {r}");
+    let mut q = build("tbf rate 1mbit burst 50k limit 100k", 0);
+    let mut s = vec![Source::at_rate(FlowSpec::new(UDP, 0), 20 * MBIT, Instant::ZERO, secs(2.0))];
+    let o = run_link(q.as_mut(), &mut s, 100 * MBIT, Instant::ZERO, secs(0.1));
+    let r = o.delivered[0].0 as f64 * 8.0 / 0.1;
+    assert!(r > 4e6, "without peakrate the bucket empties fast: {r}");
+}
+
+#[test]
+fn red_drops_early_and_holds_average_between_thresholds() {
+    let mut q = build("red limit 400000 min 30000 max 90000 avpkt 1000 burst 55 probability 0.1 bandwidth 10mbit", 5);
+    let soj = reno_run(q.as_mut(), 4, 10 * MBIT, Duration::from_millis(40), secs(20.0));
+    let st = q.stats();
+    let early = st.xstats.iter().find(|x| x.0 == "early").unwrap().1;
+    assert!(early > 0, "{st:?}");
+    // 30 000..90 000 B at 10 Mbit/s is 24..72 ms of queue
+    let mut late: Vec<Duration> = soj.iter().filter(|(t, _)| *t > secs(5.0)).map(|x| x.1).collect();
+    let med = percentile(&mut late, 0.5);
+    eprintln!("red: early {early}, median sojourn {med:?}");
+    assert!(med > Duration::from_millis(10) && med < Duration::from_millis(80), "median sojourn {med:?}");
+}
+
+#[test]
+fn fq_codel_gives_sparse_flows_low_delay() {
+    let thin = |q: &mut dyn Qdisc| {
+        let mut s: Vec<Source> = (0..4u16).map(|i| Source::at_rate(FlowSpec { dport: 6000 + i, ..FlowSpec::new(UDP, i) }, 5 * MBIT, Instant::ZERO, secs(10.0))).collect();
+        let mut f = FlowSpec::new(TCP, 9);
+        f.size = 200;
+        s.push(Source::at_rate(f, 40_000, Instant::ZERO + Duration::from_millis(3), secs(10.0)));
+        let mut o = run_link(q, &mut s, 10 * MBIT, secs(2.0), secs(10.0));
+        assert!(o.sojourn_by_src[4].len() > 100);
+        percentile(&mut o.sojourn_by_src[4], 0.5)
+    };
+    let fq = thin(build("fq_codel", 1).as_mut());
+    let fifo = thin(build("pfifo", 1).as_mut());
+    eprintln!("thin flow median sojourn: fq_codel {fq:?}, pfifo {fifo:?}");
+    assert!(fq < Duration::from_millis(3), "fq_codel thin-flow median sojourn {fq:?}");
+    assert!(fifo > Duration::from_millis(500), "pfifo thin-flow median sojourn {fifo:?}");
+}

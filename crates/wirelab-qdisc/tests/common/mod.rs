@@ -114,6 +114,8 @@ pub struct Outcome {
     pub dropped: Vec<u64>,
     /// Per delivered packet in the window: (dequeue time, sojourn).
     pub sojourn: Vec<(Instant, Duration)>,
+    /// Per source: sojourn of each of its packets delivered in the window.
+    pub sojourn_by_src: Vec<Vec<Duration>>,
     pub enqueued: u64,
     pub total_dropped: u64,
     pub total_delivered: u64,
@@ -130,7 +132,7 @@ fn source_of(p: &Pkt, srcs: &[Source]) -> Option<usize> {
 /// that *finish* inside `[from, end)`. Follows the sans-IO contract: dequeue whenever the
 /// link is idle, wake at `next_wakeup` when throttled.
 pub fn run_link(q: &mut dyn Qdisc, srcs: &mut [Source], link_bps: u64, from: Instant, end: Instant) -> Outcome {
-    let mut out = Outcome { delivered: vec![(0, 0); srcs.len()], dropped: vec![0; srcs.len()], ..Default::default() };
+    let mut out = Outcome { delivered: vec![(0, 0); srcs.len()], dropped: vec![0; srcs.len()], sojourn_by_src: vec![Vec::new(); srcs.len()], ..Default::default() };
     let mut now = Instant::ZERO;
     let mut busy_until = Instant::ZERO;
     let mut wake: Option<Instant> = None;
@@ -179,6 +181,7 @@ pub fn run_link(q: &mut dyn Qdisc, srcs: &mut [Source], link_bps: u64, from: Ins
                         if let Some(i) = source_of(&p, srcs) {
                             out.delivered[i].0 += p.len() as u64;
                             out.delivered[i].1 += 1;
+                            out.sojourn_by_src[i].push(now.saturating_since(p.meta.enqueued));
                         }
                         out.sojourn.push((now, now.saturating_since(p.meta.enqueued)));
                     }
