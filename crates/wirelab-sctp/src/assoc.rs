@@ -1889,15 +1889,13 @@ impl Assoc {
             // 2. SACK: due, or bundled with DATA going to the address data came from.
             let will_data = path == self.data_from && (self.rtx_ready_path() == Some(path) || (path == self.active && self.can_send_new(cfg)));
             let bundle = self.sack_timer.is_some() && cfg.bundle_sack && will_data;
-            if (sack_due || bundle) && !matches!(self.state, AssocState::CookieWait | AssocState::CookieEchoed) {
-                if self.emit_sack(out, &mut at) {
-                    self.stats.sacks_sent += 1;
-                    self.sack_now = false;
-                    self.sack_timer = None;
-                    self.sack_pkts = 0;
-                    self.n_dups = 0;
-                    self.a_rwnd_sent = self.adv_rwnd();
-                }
+            if (sack_due || bundle) && !matches!(self.state, AssocState::CookieWait | AssocState::CookieEchoed) && self.emit_sack(out, &mut at) {
+                self.stats.sacks_sent += 1;
+                self.sack_now = false;
+                self.sack_timer = None;
+                self.sack_pkts = 0;
+                self.n_dups = 0;
+                self.a_rwnd_sent = self.adv_rwnd();
             }
 
             // 3. DATA: retransmissions first, then new data.

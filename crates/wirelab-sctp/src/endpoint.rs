@@ -222,11 +222,10 @@ impl SctpEndpoint {
     /// `Ok(0)` if the send buffer is full (a `Writable` event follows when space frees).
     pub fn send(&mut self, now: Instant, s: SocketId, stream: u16, data: &[u8], unordered: bool) -> Result<usize, SockError> {
         let _ = now;
-        let r = self.assoc_cmd(s, |a, cfg, _| {
+        self.assoc_cmd(s, |a, cfg, _| {
             a.begin_flush(cfg);
             a.send(cfg, stream, data, unordered)
-        })?;
-        r
+        })?
     }
 
     /// `recvmsg()`: copies up to `buf.len()` bytes of the next message. `Ok(None)` = would
@@ -467,11 +466,7 @@ impl SctpEndpoint {
         for t in init.params() {
             let Ok(t) = t else { break };
             match ParamRepr::parse(&t) {
-                Ok(ParamRepr::Ipv4Addr(a)) => {
-                    if !peer_addrs.contains(&a) && peer_addrs.len() < MAX_ADDRS {
-                        peer_addrs.push(a);
-                    }
-                }
+                Ok(ParamRepr::Ipv4Addr(a)) if !peer_addrs.contains(&a) && peer_addrs.len() < MAX_ADDRS => peer_addrs.push(a),
                 Ok(ParamRepr::CookiePreservative(ms)) => preservative_ms = ms,
                 Ok(ParamRepr::Unknown { kind, .. }) => {
                     // §3.2.1 upper-two-bit rules for parameters.

@@ -331,7 +331,7 @@ fn assert_all_packets_valid(n: &Net) {
         for c in p.chunks() {
             let c = c.unwrap();
             ChunkRepr::parse(&c).unwrap();
-            assert_eq!(c.bytes().len() % 4 == 0 || c.padded_len() <= b.len(), true);
+            assert!(c.padded_len() <= b.len() || c.bytes().len().is_multiple_of(4));
         }
     }
 }
@@ -597,7 +597,7 @@ fn sndbuf_full_blocks_then_writable() {
     }
     let i = n.info(s);
     assert!(i.sndbuf_used >= i.sndbuf, "linux-6 overcommits one message: {} {}", i.sndbuf_used, i.sndbuf);
-    assert!(accepted < 212_992 && accepted >= 60_000, "{accepted}");
+    assert!((60_000..212_992).contains(&accepted), "{accepted}");
     n.sink.reading = true;
     n.run_for(Duration::from_secs(2));
     assert!(n.has_event(0, SockEvent::Writable).is_some());
@@ -853,7 +853,7 @@ fn thousand_associations_per_host() {
             got += r.len;
         }
     }
-    assert!(got >= 999 * 5 - 5 * 1, "{got}");
+    assert!(got >= 999 * 5 - 5, "{got}");
     // idle associations: only the heartbeat timers remain, one heap entry each
     n.run_for(Duration::from_secs(40));
 }
@@ -1126,3 +1126,52 @@ fn autotuning_is_off_by_default_and_grows_buffers_when_on() {
     assert!(corr > 2 * fixed);
 }
 
+
+#[test]
+fn engine_survives_mutated_packets_with_valid_checksums() {
+    // Record a transfer, then replay mutated copies (checksum recomputed so they reach the
+    // state machines) into both endpoints of a fresh established pair mid-transfer.
+    let (mut n, s) = established_pair();
+    n.loss = 0.01;
+    n.start_bulk(s, 200_000, 5000, 2);
+    n.bulk.as_mut().unwrap().shutdown_when_done = true;
+    n.run_until(Instant::from_nanos(60_000_000_000), |n| n.has_event(0, SockEvent::Closed).is_some());
+    let corpus: Vec<(usize, Ipv4Addr, Ipv4Addr, Vec<u8>)> = n.cap.iter().map(|c| (c.1, c.2, c.3, c.4.clone())).collect();
+    let mut rng = Rng::stream(11, "mutate");
+    for round in 0..4 {
+        let (mut m, s2) = established_pair();
+        m.start_bulk(s2, 100_000, 3000, 3);
+        m.run_for(Duration::from_millis(30));
+        for _ in 0..3000 {
+            let (from, src, dst, pkt) = &corpus[rng.below(corpus.len() as u64) as usize];
+            let mut b = pkt.clone();
+            for _ in 0..1 + rng.below(6) {
+                let k = 12 + rng.below((b.len() - 12).max(1) as u64) as usize;
+                if k < b.len() {
+                    match rng.below(4) {
+                        0 => b[k] = rng.next_u32() as u8,
+                        1 => b[k] ^= 1 << rng.below(8),
+                        2 => b.truncate(k.max(12)),
+                        _ => {
+                            let v = rng.next_u32() as u8;
+                            b.insert(k, v);
+                        }
+                    }
+                }
+            }
+            if round % 2 == 1 && b.len() >= 12 {
+                // retarget at the live association: ports + verification tag of its packets
+                if let Some(live) = m.cap.iter().rev().find(|c| c.1 == *from && c.4.len() >= 12 && c.4[4..8] != [0, 0, 0, 0]) {
+                    b[..8].copy_from_slice(&live.4[..8]);
+                }
+            }
+            SctpPacket::new_unchecked(&mut b[..]).fill_checksum();
+            m.h[1 - from].handle_packet(m.now, *src, *dst, 0, &b);
+            m.run_for(Duration::from_micros(200));
+        }
+        m.run_for(Duration::from_secs(5));
+        // whatever forged chunks did, the engines stay consistent and reach a stable state
+        assert!(m.h[0].info(s2).is_some());
+        m.cap.clear();
+    }
+}

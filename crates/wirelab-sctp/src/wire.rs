@@ -151,6 +151,7 @@ impl Tsn {
     }
     /// `self + n` (wrapping).
     #[inline]
+    #[allow(clippy::should_implement_trait)]
     pub fn add(self, n: u32) -> Tsn {
         Tsn(self.0.wrapping_add(n))
     }
@@ -528,7 +529,7 @@ impl<'a> ParamRepr<'a> {
             }
             param::HOST_NAME => ParamRepr::HostName(v),
             param::SUPPORTED_ADDR_TYPES => {
-                if v.len() % 2 != 0 {
+                if !v.len().is_multiple_of(2) {
                     return Err(WireError::Malformed);
                 }
                 ParamRepr::SupportedAddrTypes(v)
@@ -942,7 +943,7 @@ impl<'a> ChunkRepr<'a> {
             kind::COOKIE_ECHO => ChunkRepr::CookieEcho { cookie: v },
             kind::COOKIE_ACK => ChunkRepr::CookieAck,
             kind::FORWARD_TSN => {
-                if v.len() < 4 || (v.len() - 4) % 4 != 0 {
+                if v.len() < 4 || !(v.len() - 4).is_multiple_of(4) {
                     return Err(WireError::Malformed);
                 }
                 ChunkRepr::ForwardTsn { new_cum_tsn: Tsn(be32(v, 0)), streams: &v[4..] }
@@ -1122,7 +1123,8 @@ mod test {
         let a = Tsn(u32::MAX - 1);
         let b = a.add(3); // wraps to 1
         assert_eq!(b, Tsn(1));
-        assert!(a < b && b > a);
+        assert!(a < b);
+        assert!(b > a);
         assert_eq!(b.diff(a), 3);
         assert_eq!(a.diff(b), -3);
         assert!(Tsn(5) <= Tsn(5));
@@ -1256,9 +1258,8 @@ mod test {
 
     #[test]
     fn packet_header_and_checksum() {
-        let mut buf = vec![0u8; 12 + 4];
-        let mut p = SctpPacket::new_unchecked(&mut buf[..]);
-        p.set_header(5000, 80, 0x11223344);
+        let mut buf = [0u8; 12 + 4];
+        SctpPacket::new_unchecked(&mut buf[..]).set_header(5000, 80, 0x11223344);
         ChunkRepr::CookieAck.emit(&mut Chunk::new_unchecked(&mut buf[12..]));
         let mut p = SctpPacket::new_unchecked(&mut buf[..]);
         p.fill_checksum();
