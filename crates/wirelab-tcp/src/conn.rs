@@ -2877,6 +2877,9 @@ pub(crate) mod test_access {
         pub fn t_rto(&self) -> Duration {
             self.rto
         }
+        pub fn t_seqs(&self) -> (SeqNumber, SeqNumber, SeqNumber) {
+            (self.rcv_nxt, self.snd_una, self.snd_nxt)
+        }
         pub fn t_set_rto(&mut self, cfg: &TcpConfig) {
             self.set_rto(cfg)
         }

@@ -100,6 +100,7 @@ pub struct Pair {
     /// Sockets with an event since the applications last ran.
     dirty: Vec<(bool, SocketId)>,
     known: (usize, usize),
+    index: std::collections::HashMap<(bool, SocketId), (Option<usize>, Option<usize>)>,
 }
 
 impl Pair {
@@ -120,6 +121,7 @@ impl Pair {
             buf: Vec::with_capacity(2048),
             dirty: Vec::new(),
             known: (0, 0),
+            index: std::collections::HashMap::new(),
             chunk: (0..65536u32).map(|i| (i * 31 + 7) as u8).collect(),
         }
     }
@@ -175,46 +177,82 @@ impl Pair {
     fn apps(&mut self) {
         let now = self.now;
         // event-driven, like an epoll loop: only sockets with news (or new apps) act
-        let all = self.known != (self.bulk.len(), self.sinks.len());
-        self.known = (self.bulk.len(), self.sinks.len());
-        if !all && self.dirty.is_empty() {
+        if self.known != (self.bulk.len(), self.sinks.len()) {
+            self.known = (self.bulk.len(), self.sinks.len());
+            self.index.clear();
+            for (i, b) in self.bulk.iter().enumerate() {
+                self.index.insert((b.0, b.1), (Some(i), None));
+            }
+            for (i, k) in self.sinks.iter().enumerate() {
+                self.index.entry((k.0, k.1)).or_insert((None, None)).1 = Some(i);
+            }
+            self.dirty = self.index.keys().copied().collect();
+        }
+        if self.dirty.is_empty() {
             return;
         }
-        let dirty = std::mem::take(&mut self.dirty);
-        let act = |on_a: bool, s: SocketId| all || dirty.contains(&(on_a, s));
-        for i in 0..self.bulk.len() {
-            let (on_a, s, left) = self.bulk[i];
-            if !act(on_a, s) {
-                continue;
-            }
-            let ep = if on_a { &mut self.a } else { &mut self.b };
-            let mut left = left;
-            while left > 0 {
-                let n = (left as usize).min(self.chunk.len());
-                match ep.send(now, s, &self.chunk[..n]) {
-                    Ok(0) | Err(_) => break,
-                    Ok(k) => left -= k as u64,
-                }
-            }
-            self.bulk[i].2 = left;
-        }
-        for i in 0..self.sinks.len() {
-            let (on_a, s, _, eof) = self.sinks[i];
-            if eof || !act(on_a, s) {
-                continue;
-            }
-            let ep = if on_a { &mut self.a } else { &mut self.b };
-            loop {
-                match ep.recv_discard(now, s, 1 << 20) {
-                    Ok(0) => {
-                        self.sinks[i].3 = true;
-                        break;
+        let mut dirty = std::mem::take(&mut self.dirty);
+        dirty.sort();
+        dirty.dedup();
+        for key in dirty.iter() {
+            let Some(&(bi, si)) = self.index.get(key) else { continue };
+            if let Some(i) = bi {
+                let (on_a, s, left) = self.bulk[i];
+                let ep = if on_a { &mut self.a } else { &mut self.b };
+                let mut left = left;
+                while left > 0 {
+                    let n = (left as usize).min(self.chunk.len());
+                    match ep.send(now, s, &self.chunk[..n]) {
+                        Ok(0) | Err(_) => break,
+                        Ok(k) => left -= k as u64,
                     }
-                    Ok(n) => self.sinks[i].2 += n as u64,
-                    Err(_) => break,
+                }
+                self.bulk[i].2 = left;
+            }
+            if let Some(i) = si {
+                let (on_a, s, _, eof) = self.sinks[i];
+                if eof {
+                    continue;
+                }
+                let ep = if on_a { &mut self.a } else { &mut self.b };
+                loop {
+                    match ep.recv_discard(now, s, 1 << 20) {
+                        Ok(0) => {
+                            self.sinks[i].3 = true;
+                            break;
+                        }
+                        Ok(n) => self.sinks[i].2 += n as u64,
+                        Err(_) => break,
+                    }
                 }
             }
         }
+        dirty.clear();
+        self.dirty = dirty;
+    }
+
+    /// Listens on B:port and opens `n` connections from A at once.
+    pub fn connect_many(&mut self, port: u16, n: usize) -> Vec<(SocketId, SocketId)> {
+        let l = self.b.listen(SocketAddrV4::new(B_ADDR, port), 4096).unwrap();
+        let cs: Vec<SocketId> =
+            (0..n).map(|_| self.a.connect(self.now, A_ADDR, SocketAddrV4::new(B_ADDR, port)).unwrap()).collect();
+        let mut accepted = Vec::new();
+        let deadline = self.now + Duration::from_secs(30);
+        while accepted.len() < n {
+            self.step();
+            while let Some(s) = self.b.accept(l) {
+                accepted.push(s);
+            }
+            assert!(self.now < deadline, "handshakes did not complete");
+        }
+        // pair them up by the client's local port
+        let mut out = Vec::new();
+        for c in cs {
+            let (la, _) = self.a.addrs(c).unwrap();
+            let s = *accepted.iter().find(|&&s| self.b.addrs(s).unwrap().1 == la).unwrap();
+            out.push((c, s));
+        }
+        out
     }
 
     /// Lets applications act, sends everything, collects events.
