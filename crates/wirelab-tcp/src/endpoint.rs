@@ -115,13 +115,7 @@ impl TcpEndpoint {
             c.in_ready = true;
             self.ready.push_back(id);
         }
-        let d = c.next_deadline();
-        if d != c.heap_key {
-            if let Some(t) = d {
-                self.heap.push(Reverse((t, id)));
-            }
-            c.heap_key = d;
-        }
+        Self::rekey(&mut self.heap, id, c);
         if c.state == TcpState::Closed {
             let key = tuple(c.local, c.remote);
             let orphan = c.orphan;
@@ -141,14 +135,42 @@ impl TcpEndpoint {
         }
     }
 
-    /// Drops stale heap entries from the top (lazy deletion).
+    /// Timer heap with lazy deletion *and* lazy postponement. Invariant: a connection
+    /// whose earliest timer is `d` has a heap entry `(k, id)` with `k == heap_key <= d`.
+    /// Moving a deadline later (the RTO re-armed on every ACK) costs nothing here; the
+    /// entry is re-keyed when it reaches the top ([`Self::clean_heap`]), so the heap sees
+    /// about one push per timer period instead of one per ACK.
+    fn rekey(heap: &mut BinaryHeap<Reverse<(Instant, u32)>>, id: u32, c: &mut Conn) {
+        if let Some(d) = c.next_deadline() {
+            if c.heap_key.is_none_or(|k| d < k) {
+                heap.push(Reverse((d, id)));
+                c.heap_key = Some(d);
+            }
+        }
+    }
+
+    /// Makes the heap top exact: drops stale entries and re-keys postponed ones, so that
+    /// `poll_timeout` returns the true earliest deadline.
     fn clean_heap(&mut self) {
         while let Some(&Reverse((t, id))) = self.heap.peek() {
-            let valid = matches!(self.slots.get(id as usize), Some(Slot::Conn(c)) if c.heap_key == Some(t));
-            if valid {
+            let Some(Slot::Conn(c)) = self.slots.get_mut(id as usize) else {
+                self.heap.pop();
+                continue;
+            };
+            if c.heap_key != Some(t) {
+                self.heap.pop();
+                continue;
+            }
+            let d = c.next_deadline();
+            if d == Some(t) {
                 break;
             }
             self.heap.pop();
+            c.heap_key = None;
+            if let Some(d) = d {
+                self.heap.push(Reverse((d, id)));
+                c.heap_key = Some(d);
+            }
         }
     }
 
@@ -256,21 +278,19 @@ impl TcpEndpoint {
 
     /// Runs all timers due at `now`. Spurious calls are no-ops.
     pub fn handle_timeout(&mut self, now: Instant) {
-        while let Some(&Reverse((t, id))) = self.heap.peek() {
+        loop {
+            self.clean_heap();
+            let Some(&Reverse((t, id))) = self.heap.peek() else { break };
             if t > now {
                 break;
             }
             self.heap.pop();
             let (cfg, slots, mut out) = self.out_parts();
             let Some(Slot::Conn(c)) = slots.get_mut(id as usize) else { continue };
-            if c.heap_key != Some(t) {
-                continue;
-            }
             c.heap_key = None;
             c.on_timeout(cfg, now, &mut out);
             self.touch(id);
         }
-        self.clean_heap();
     }
 
     /// Next segment to send: the TCP bytes are appended to `buf` (which holds exactly
@@ -321,13 +341,8 @@ impl TcpEndpoint {
     }
 
     fn touch_timer_only(&mut self, id: u32) {
-        let Some(Slot::Conn(c)) = self.slots.get_mut(id as usize) else { return };
-        let d = c.next_deadline();
-        if d != c.heap_key {
-            if let Some(t) = d {
-                self.heap.push(Reverse((t, id)));
-            }
-            c.heap_key = d;
+        if let Some(Slot::Conn(c)) = self.slots.get_mut(id as usize) {
+            Self::rekey(&mut self.heap, id, c);
         }
     }
 
