@@ -1404,6 +1404,13 @@ impl Assoc {
     }
 
     fn after_data_packet(&mut self, now: Instant, cfg: &SctpConfig) {
+        if self.state == AssocState::ShutdownSent {
+            // §9.2: answer DATA in SHUTDOWN-SENT with a SHUTDOWN (and SACK), restart T2.
+            if !self.ctrl.iter().any(|(_, c)| matches!(c, Ctrl::Shutdown)) {
+                self.ctrl.push_back((self.data_from as u8, Ctrl::Shutdown));
+            }
+            self.t2 = Some(now + self.paths[self.active].rto);
+        }
         self.sack_pkts += 1;
         if self.sack_pkts >= cfg.sack_freq || self.state == AssocState::ShutdownSent {
             self.sack_now = true;

@@ -26,6 +26,8 @@ struct Bulk {
     unordered: bool,
     shutdown_when_done: bool,
     shut: bool,
+    /// Last send returned 0: wait for `Writable` (the app would block in sendmsg).
+    blocked: bool,
 }
 
 #[derive(Default)]
@@ -181,6 +183,11 @@ impl Net {
             while let Some((s, e)) = self.h[h].poll_event() {
                 any = true;
                 self.events.push((self.now, h, s, e));
+                if h == 0 && e == SockEvent::Writable {
+                    if let Some(b) = &mut self.bulk {
+                        b.blocked = false;
+                    }
+                }
                 if h == 1 && e == SockEvent::Incoming && self.sink.sock.is_none() {
                     self.sink.sock = self.h[1].accept(s);
                 }
@@ -194,12 +201,15 @@ impl Net {
         let mut any = false;
         let now = self.now;
         if let Some(b) = &mut self.bulk {
-            while b.remaining > 0 {
+            while b.remaining > 0 && !b.blocked {
                 let s = b.next_stream;
                 let n = (b.msg as u64).min(b.remaining) as usize;
                 let data: Vec<u8> = (0..n as u64).map(|i| pat(s, b.offs[s as usize] + i)).collect();
                 match self.h[0].send(now, b.sock, s, &data, b.unordered) {
-                    Ok(0) => break,
+                    Ok(0) => {
+                        b.blocked = true;
+                        break;
+                    }
                     Ok(k) => {
                         assert_eq!(k, n);
                         b.offs[s as usize] += n as u64;
@@ -306,7 +316,7 @@ impl Net {
     }
 
     fn start_bulk(&mut self, sock: SocketId, total: u64, msg: usize, streams: u16) {
-        self.bulk = Some(Bulk { sock, streams, msg, remaining: total, next_stream: 0, offs: vec![0; streams as usize], unordered: false, shutdown_when_done: false, shut: false });
+        self.bulk = Some(Bulk { sock, streams, msg, remaining: total, next_stream: 0, offs: vec![0; streams as usize], unordered: false, shutdown_when_done: false, shut: false, blocked: false });
     }
 
     /// Chunk kinds of captured packets from host `h`.
@@ -638,6 +648,31 @@ fn multihomed_setup_has_two_paths() {
     assert_eq!(i.paths[1].local, a("10.0.2.1"));
     let r = n.h[1].info(n.sink.sock.unwrap()).unwrap();
     assert_eq!(r.paths.len(), 2);
+    // connecting to one server address still learns the other from the INIT-ACK
+    let mut n = Net::default_pair();
+    n.listen(&[a("10.0.1.2"), a("10.0.2.2")]);
+    let s = n.connect(&[a("10.0.1.1"), a("10.0.2.1")], &[a("10.0.1.2")]);
+    assert!(n.run_until(Instant::from_nanos(5_000_000_000), |n| n.has_event(0, SockEvent::Connected).is_some()));
+    let i = n.info(s);
+    assert_eq!(i.paths.iter().map(|p| p.addr).collect::<Vec<_>>(), vec![a("10.0.1.2"), a("10.0.2.2")]);
+    assert!(i.paths[0].primary);
+}
+
+#[test]
+fn goodput_under_one_percent_loss() {
+    // 10 Mbit/s, 20 ms RTT, 1 % random loss both ways, 30 s: documented in docs/sctp.md
+    let (mut n, s) = established_pair();
+    n.capture = false;
+    n.rate = 10_000_000;
+    n.qlimit = Duration::from_millis(50);
+    n.loss = 0.01;
+    n.start_bulk(s, u64::MAX / 2, 65_536, 1);
+    let t0 = n.now;
+    n.run_for(Duration::from_secs(30));
+    let mbps = n.sink.total as f64 * 8.0 / (n.now - t0).as_secs_f64() / 1e6;
+    eprintln!("SCTP goodput at 1% loss: {mbps:.2} Mb/s {:?}", n.info(s).stats);
+    assert_eq!(n.sink.bad, None);
+    assert!(mbps > 2.0 && mbps < 10.0, "{mbps}");
 }
 
 #[test]
@@ -1100,9 +1135,10 @@ fn autotune_run(mode: &str, one_way_ms: u64) -> (u64, AssocInfo, AssocInfo) {
     let s = n.connect(&[a("10.0.1.1")], &[a("10.0.1.2")]);
     n.run_for(Duration::from_millis(4 * one_way_ms + 10));
     // 2.6.37 returns EMSGSIZE for a message larger than sk_sndbuf, and autotuning starts
-    // from sctp_wmem[1] = 16 KiB: use 8 KiB messages
-    n.start_bulk(s, u64::MAX / 2, 8192, 1);
-    n.run_for(Duration::from_secs(5));
+    // from sctp_wmem[1] = 16 KiB. With 8 KiB messages the faithful rule stalls: one
+    // message fits, the path is never cwnd-limited, so 2·cwnd never grows (docs/sctp.md).
+    n.start_bulk(s, u64::MAX / 2, 4096, 1);
+    n.run_for(Duration::from_secs(10));
     let r = n.h[1].info(n.sink.sock.unwrap()).unwrap();
     (n.sink.total, n.info(s), r)
 }
@@ -1117,7 +1153,7 @@ fn autotuning_is_off_by_default_and_grows_buffers_when_on() {
     assert!(tr.rcvbuf > 349_500, "rcvbuf {}", tr.rcvbuf);
     assert!(ts.sndbuf <= 3_989_504 && tr.rcvbuf <= 3_989_504);
     // fixed buffers cap one association at about rwnd/RTT = 62464 B / 100 ms ≈ 5 Mb/s
-    let fixed_mbps = fixed as f64 * 8.0 / 5e6;
+    let fixed_mbps = fixed as f64 * 8.0 / 10e6;
     assert!(fixed_mbps > 3.0 && fixed_mbps < 6.0, "{fixed_mbps}");
     assert!(tuned > 2 * fixed, "autotuned {tuned} vs fixed {fixed}: {:?} {:?}", ts.stats, ts.paths);
     let (corr, cs, cr) = autotune_run("overhead_corrected", 50);
@@ -1174,4 +1210,44 @@ fn engine_survives_mutated_packets_with_valid_checksums() {
         assert!(m.h[0].info(s2).is_some());
         m.cap.clear();
     }
+}
+
+/// Rough cost check (not run by default): 1000 concurrent associations, 64 KB each.
+#[test]
+#[ignore]
+fn perf_thousand_concurrent_transfers() {
+    let mut n = Net::default_pair();
+    n.capture = false;
+    n.rate = 1_000_000_000;
+    let l = n.listen(&[a("10.0.1.2")]);
+    let socks: Vec<SocketId> = (0..1000).map(|_| n.connect(&[a("10.0.1.1")], &[a("10.0.1.2")])).collect();
+    n.run_for(Duration::from_millis(100));
+    let mut server = Vec::new();
+    while let Some(x) = n.h[1].accept(l) {
+        server.push(x);
+    }
+    server.extend(n.sink.sock);
+    n.sink.sock = None;
+    let wall = std::time::Instant::now();
+    for &s in &socks {
+        n.h[0].send(n.now, s, 0, &vec![1u8; 65_000], false).unwrap();
+    }
+    let mut got = 0usize;
+    let mut buf = vec![0u8; 70_000];
+    let mut steps = 0;
+    while got < 1000 * 65_000 && steps < 10_000 {
+        n.run_for(Duration::from_millis(10));
+        for &s in &server {
+            while let Ok(Some(r)) = n.h[1].recv(n.now, s, &mut buf) {
+                if r.len == 0 {
+                    break;
+                }
+                got += r.len;
+            }
+        }
+        steps += 1;
+    }
+    let el = wall.elapsed();
+    eprintln!("1000 assocs x 65 kB: {} bytes in sim {:?}, wall {:?}, packets {}", got, n.now, el, n.seq);
+    assert_eq!(got, 65_000_000);
 }
