@@ -16,6 +16,35 @@
 //! [`wirelab_core::Rng`] handed to [`TcpEndpoint::new`].
 //!
 //! docs/tcp.md lists the mechanisms, profiles, sysctls and the deviations from Linux.
+//!
+//! ```
+//! use wirelab_core::{Duration, Instant, Rng, HEADROOM};
+//! use wirelab_tcp::{SockEvent, TcpConfig, TcpEndpoint};
+//! let a_ip: std::net::Ipv4Addr = "10.0.0.1".parse().unwrap();
+//! let mut a = TcpEndpoint::new(TcpConfig::profile("linux-6").unwrap(), Rng::stream(1, "a/tcp"));
+//! let mut b = TcpEndpoint::new(TcpConfig::default(), Rng::stream(1, "b/tcp"));
+//! let l = b.listen("10.0.0.2:80".parse().unwrap(), 128).unwrap();
+//! let mut now = Instant::ZERO;
+//! let c = a.connect(now, a_ip, "10.0.0.2:80".parse().unwrap()).unwrap();
+//! a.send(now, c, b"hello").unwrap(); // queued until the handshake completes
+//! let mut buf = vec![0u8; HEADROOM];
+//! for _ in 0..6 {
+//!     // a zero-delay "wire": drain each side into the other, 1 ms per hop
+//!     now = now + Duration::from_millis(1);
+//!     while let Some(t) = a.poll_transmit(now, &mut buf) {
+//!         b.handle_packet(now, t.src, t.dst, t.tos, &buf[HEADROOM..]);
+//!     }
+//!     while let Some(t) = b.poll_transmit(now, &mut buf) {
+//!         a.handle_packet(now, t.src, t.dst, t.tos, &buf[HEADROOM..]);
+//!     }
+//! }
+//! assert_eq!(a.poll_event(), Some((c, SockEvent::Connected)));
+//! let s = b.accept(l).unwrap();
+//! let mut got = [0u8; 16];
+//! assert_eq!(b.recv(now, s, &mut got), Ok(5));
+//! assert_eq!(&got[..5], b"hello");
+//! assert_eq!(a.info(c).unwrap().bytes_acked, 5);
+//! ```
 #![warn(missing_docs)]
 
 pub mod api;

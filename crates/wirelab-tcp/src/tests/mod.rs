@@ -769,3 +769,46 @@ fn fuzz_segments_never_panic() {
         eprintln!("round {round}: a {:?} b {:?} events {}", p.a.info(c).map(|i| (i.state, i.bytes_acked, i.total_retrans)), p.b.info(s).map(|i| (i.state, i.bytes_received)), p.events.len());
     }
 }
+
+/// Three losses in one window: SACK recovery repairs all of them in one recovery episode
+/// (no RTO); without SACK, NewReno repairs one hole per partial ACK (one per RTT).
+#[test]
+fn multiple_losses_one_window_sack_vs_newreno() {
+    for sack in [true, false] {
+        let mut cfg = TcpConfig::default();
+        cfg.tcp_sack = sack;
+        let mut p = Pair::new(cfg.clone(), cfg, 10_000_000, ms(20), 100, 91);
+        let (c, s) = p.connect(80);
+        p.sinks.push((false, s, 0, false));
+        // data packet indices on A->B: the handshake ACK is not data
+        p.ab.drop_data_idx = vec![20, 24, 28];
+        p.bulk.push((true, c, 200_000));
+        p.capture = Some(Vec::new());
+        p.run_for(Duration::from_secs(3));
+        let info = p.a.info(c).unwrap();
+        assert_eq!(p.b.info(s).unwrap().bytes_received, 200_000);
+        assert_eq!(info.total_retrans, 3, "sack={sack}: only the three holes are resent");
+        let cap = p.capture.take().unwrap();
+        // times of the three retransmissions
+        let mut seen = std::collections::HashSet::new();
+        let mut rtx_times = Vec::new();
+        for x in cap.iter().filter(|x| x.1) {
+            let r = parse(&x.2);
+            if r.payload.is_empty() {
+                continue;
+            }
+            if !seen.insert(r.seq.0) {
+                rtx_times.push(x.0);
+            }
+        }
+        assert_eq!(rtx_times.len(), 3);
+        let spread = rtx_times[2] - rtx_times[0];
+        if sack {
+            assert!(spread < ms(40), "SACK: all holes repaired within one round trip: {spread:?}");
+        } else {
+            assert!(spread >= ms(70) && spread < ms(200), "NewReno: one hole per RTT: {spread:?}");
+        }
+        // no RTO: the first retransmission follows the loss by about one RTT, not 200+ ms
+        assert!(info.ca_state == crate::CaState::Open);
+    }
+}

@@ -28,6 +28,9 @@ pub struct Link {
     pub drop_next_data: u32,
     /// Apply `loss` to pure ACKs too.
     pub loss_acks: bool,
+    /// Drop the data-carrying packets with these indices (0 = first data packet sent).
+    pub drop_data_idx: Vec<u64>,
+    data_idx: u64,
 }
 
 impl Link {
@@ -46,11 +49,20 @@ impl Link {
             sent_pkts: 0,
             drop_next_data: 0,
             loss_acks: false,
+            drop_data_idx: Vec::new(),
+            data_idx: 0,
         }
     }
     /// Returns the arrival time, or None if dropped. `len` counts the IPv4 datagram.
     fn enqueue(&mut self, now: Instant, len: usize, has_data: bool) -> Option<Instant> {
         self.sent_pkts += 1;
+        if has_data {
+            self.data_idx += 1;
+            if self.drop_data_idx.contains(&(self.data_idx - 1)) {
+                self.drops_random += 1;
+                return None;
+            }
+        }
         if has_data && self.drop_next_data > 0 {
             self.drop_next_data -= 1;
             self.drops_random += 1;
