@@ -292,7 +292,10 @@ pub(crate) struct Assoc {
     cum_tsn: Tsn,
     dups: [Tsn; MAX_DUPS],
     n_dups: usize,
+    /// Inbound stream state, grown on first use (a peer may announce 65535 streams).
     in_streams: Vec<InStream>,
+    /// Negotiated inbound streams.
+    n_in: u16,
     ready: VecDeque<ReadyMsg>,
     pd_first: Option<Tsn>,
     pool: Vec<Vec<u8>>,
@@ -380,6 +383,7 @@ impl Assoc {
             dups: [Tsn(0); MAX_DUPS],
             n_dups: 0,
             in_streams: Vec::new(),
+            n_in: 1,
             ready: VecDeque::new(),
             pd_first: None,
             pool: Vec::new(),
@@ -452,7 +456,8 @@ impl Assoc {
         self.peer_rwnd = peer_rwnd;
         self.os = os.max(1);
         self.out_ssn = vec![0; self.os as usize];
-        self.in_streams = vec![InStream::default(); is.max(1) as usize];
+        self.n_in = is.max(1);
+        self.in_streams = Vec::new();
     }
 
     fn enter_established(&mut self, now: Instant, cfg: &SctpConfig, rng: &mut Rng) {
@@ -1284,7 +1289,7 @@ impl Assoc {
             self.sack_now = true; // out of order: SACK immediately (§6.7)
         }
         let slot = &mut self.rx[idx];
-        if d.stream as usize >= self.in_streams.len() {
+        if d.stream >= self.n_in {
             // §6.5 invalid stream: acknowledge the TSN, discard the data, report.
             slot.st = 2;
             let mut cause = [0u8; 8];
@@ -1293,6 +1298,9 @@ impl Assoc {
             cause[4..6].copy_from_slice(&d.stream.to_be_bytes());
             self.ctrl.push_back((from as u8, Ctrl::Error(cause.to_vec())));
         } else {
+            if d.stream as usize >= self.in_streams.len() {
+                self.in_streams.resize(d.stream as usize + 1, InStream::default());
+            }
             let mut buf = self.pool.pop().unwrap_or_default();
             buf.clear();
             buf.extend_from_slice(d.payload);

@@ -1251,3 +1251,21 @@ fn perf_thousand_concurrent_transfers() {
     eprintln!("1000 assocs x 65 kB: {} bytes in sim {:?}, wall {:?}, packets {}", got, n.now, el, n.seq);
     assert_eq!(got, 65_000_000);
 }
+
+#[test]
+fn data_on_invalid_stream_is_acked_and_reported() {
+    let (mut n, s) = established_pair();
+    n.h[0].send(n.now, s, 0, b"first", false).unwrap();
+    n.run_for(Duration::from_millis(500));
+    let last = data_tsns(&n, 0).last().unwrap().1;
+    let d = ChunkRepr::Data(DataRepr { flags: data_flags::B | data_flags::E, tsn: last.next(), stream: 500, ssn: 0, ppid: 0, payload: b"bogus" });
+    let mut c = vec![0u8; d.buffer_len()];
+    d.emit(&mut Chunk::new_unchecked(&mut c[..]));
+    let (_, r) = inject(&mut n, &c);
+    let flat = r.concat();
+    assert!(flat.contains(&kind::ERROR), "{r:?}");
+    n.run_for(Duration::from_millis(500));
+    // the TSN is acknowledged even though the data was discarded
+    assert!(sacks_from(&n, 1).iter().any(|x| x.1 == last.next()));
+    assert_eq!(n.sink.total, 5);
+}
