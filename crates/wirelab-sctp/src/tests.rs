@@ -421,9 +421,17 @@ fn transfer_under_random_loss_recovers() {
     n.start_bulk(s, 1_500_000, 8000, 2);
     assert!(n.run_until(Instant::from_nanos(600_000_000_000), |n| n.sink.total == 1_500_000), "got {}", n.sink.total);
     assert_eq!(n.sink.bad, None);
+    n.loss = 0.0;
+    n.run_for(Duration::from_secs(5));
     let i = n.info(s);
     assert!(i.stats.retransmits > 0);
     assert!(i.stats.fast_retransmits > 0, "{:?}", i.stats);
+    // buffer accounting returns to zero once everything is acked and read
+    assert_eq!((i.sndbuf_used, i.out_qlen, i.outstanding_bytes), (0, 0, 0));
+    assert!(i.paths.iter().all(|p| p.flight == 0));
+    let r0 = n.h[1].info(n.sink.sock.unwrap()).unwrap();
+    assert_eq!(r0.rcvbuf_used, 0);
+    assert_eq!(r0.rwnd, 106_496);
     let r = n.h[1].info(n.sink.sock.unwrap()).unwrap();
     assert!(r.stats.dup_tsns < i.stats.retransmits + 5);
     assert_all_packets_valid(&n);
@@ -1268,4 +1276,27 @@ fn data_on_invalid_stream_is_acked_and_reported() {
     // the TSN is acknowledged even though the data was discarded
     assert!(sacks_from(&n, 1).iter().any(|x| x.1 == last.next()));
     assert_eq!(n.sink.total, 5);
+}
+
+#[test]
+fn socket_buffer_options_follow_linux() {
+    let (mut n, s) = established_pair();
+    n.h[0].set_option(s, SockOpt::SndBuf(50_000)).unwrap();
+    assert_eq!(n.info(s).sndbuf, 100_000); // doubled
+    n.h[0].set_option(s, SockOpt::SndBuf(10_000_000)).unwrap();
+    assert_eq!(n.info(s).sndbuf, 2 * 212_992); // clamped to wmem_max, then doubled
+    n.h[0].set_option(s, SockOpt::RcvBuf(100)).unwrap();
+    assert_eq!(n.info(s).rcvbuf, 2304); // SOCK_MIN_RCVBUF
+    assert_eq!(n.h[0].set_option(s, SockOpt::Primary(a("1.2.3.4"))), Err(SockError::Invalid));
+    assert_eq!(n.h[0].set_option(SocketId(999), SockOpt::NoDelay(true)), Err(SockError::BadSocket));
+    // a listener's options are inherited by accepted associations
+    let mut n = Net::default_pair();
+    let l = n.listen(&[a("10.0.1.2")]);
+    n.h[1].set_option(l, SockOpt::RcvBuf(32_768)).unwrap();
+    n.connect(&[a("10.0.1.1")], &[a("10.0.1.2")]);
+    n.run_for(Duration::from_millis(100));
+    let r = n.h[1].info(n.sink.sock.unwrap()).unwrap();
+    assert_eq!((r.rcvbuf, r.rwnd), (65_536, 32_768));
+    // the client learned the server's a_rwnd from the INIT-ACK
+    assert_eq!(n.h[0].info(SocketId(0)).unwrap().peer_rwnd, 32_768);
 }
