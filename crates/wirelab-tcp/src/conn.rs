@@ -149,6 +149,7 @@ pub(crate) struct Conn {
     syn_xmit: Instant,
     syn_retrans: bool,
     tx_probe: bool,
+    tx_wakeup: bool,
     rtx: VecDeque<TxSeg>,
     packets_out: u32,
     sacked_out: u32,
@@ -327,6 +328,7 @@ impl Conn {
             syn_xmit: now,
             syn_retrans: false,
             tx_probe: false,
+            tx_wakeup: false,
             rtx: VecDeque::new(),
             packets_out: 0,
             sacked_out: 0,
@@ -2493,11 +2495,13 @@ impl Conn {
             self.backoff = 0;
             return;
         }
-        // tcp_send_probe0() -> tcp_write_wakeup(): data if the window allows, else a probe
-        let len = self.unsent().min(self.mss_cache).max(1);
-        if !(self.snd_nxt + len).after(self.snd_una + self.snd_wnd) && self.snd_wnd > 0 {
+        // tcp_send_probe0() -> tcp_write_wakeup(): data if any window is left (cut to
+        // fit), else a zero-window probe
+        if (self.snd_una + self.snd_wnd).after(self.snd_nxt) {
+            self.tx_wakeup = true;
+            self.probes_out = 0;
             self.backoff = 0;
-            return; // poll_transmit will send data
+            return;
         }
         self.tx_probe = true;
         self.probes_out += 1;
@@ -2540,7 +2544,13 @@ impl Conn {
         if let Some(t) = self.xmit_retransmit_queue(cfg, now, buf) {
             return Some(t);
         }
-        if let Some(t) = self.write_xmit(cfg, now, buf) {
+        if self.tx_wakeup {
+            self.tx_wakeup = false;
+            if let Some(t) = self.write_xmit(cfg, now, buf, true) {
+                return Some(t);
+            }
+        }
+        if let Some(t) = self.write_xmit(cfg, now, buf, false) {
             return Some(t);
         }
         if self.tx_probe {
@@ -2656,7 +2666,11 @@ impl Conn {
     }
 
     /// `tcp_write_xmit()` for one segment: cwnd test, receive-window test, Nagle.
-    fn write_xmit(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+    ///
+    /// With `wakeup` it acts as `tcp_write_wakeup()` from the persist timer: no cwnd or
+    /// Nagle test, and the segment is cut to the (sub-MSS) window that is left, which
+    /// the sender-side SWS rule otherwise refuses to fill.
+    fn write_xmit(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, wakeup: bool) -> Option<Transmit> {
         if !self.has_unsent() || self.fin_sent {
             return None;
         }
@@ -2665,7 +2679,14 @@ impl Conn {
         }
         let mss = self.mss_cache;
         let unsent = self.unsent();
-        let len = unsent.min(mss);
+        let mut len = unsent.min(mss);
+        if wakeup {
+            let room = (self.snd_una + self.snd_wnd).dist(self.snd_nxt);
+            if room == 0 {
+                return None;
+            }
+            len = len.min(room);
+        }
         let with_fin = self.fin_queued && len == unsent;
         // tcp_slow_start_after_idle_check()
         if self.packets_out == 0 {
@@ -2678,7 +2699,7 @@ impl Conn {
         }
         // tcp_cwnd_test(): the final FIN alone is not held by cwnd
         let fin_only = with_fin && len == 0;
-        if self.in_flight() >= self.tp.snd_cwnd && !fin_only {
+        if self.in_flight() >= self.tp.snd_cwnd && !fin_only && !wakeup {
             self.cwnd_validate(cfg, now, true);
             return None;
         }
@@ -2691,7 +2712,7 @@ impl Conn {
             return None;
         }
         // tcp_nagle_test() with Minshall's check (tcp_minshall_check)
-        if len < mss && !with_fin && !self.nodelay && self.packets_out > 0 {
+        if len < mss && !with_fin && !self.nodelay && self.packets_out > 0 && !wakeup {
             let minshall = self.snd_sml.after(self.snd_una) && !self.snd_sml.after(self.snd_nxt);
             if minshall {
                 return None;
@@ -2859,6 +2880,7 @@ impl Conn {
         self.send_ack_now
             || self.tx_syn
             || self.tx_probe
+            || self.tx_wakeup
             || (self.synchronized() && (self.has_unsent() || self.lost_out > self.retrans_out))
     }
 }
