@@ -183,6 +183,14 @@ pub struct TcpInfo {
     pub segs_in: u64,
     /// Packets delivered (`tp->delivered`).
     pub delivered: u64,
+    /// Current dupthresh estimate (`tcpi_reordering`).
+    pub reordering: u32,
+    /// Reordering events seen (`tcpi_reord_seen`).
+    pub reord_seen: u32,
+    /// D-SACK blocks received (`tcpi_dsack_dups`-like count of blocks).
+    pub dsack_dups: u32,
+    /// Congestion-window reductions undone (`TCPFullUndo`+`TCPPartialUndo`+`TCPDSACKUndo`+`TCPLossUndo`).
+    pub undo_count: u32,
     /// Latest delivery-rate sample (bytes/s), as `tcpi_delivery_rate`.
     pub delivery_rate: u64,
     /// Our receive window scale.

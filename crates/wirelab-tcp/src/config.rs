@@ -130,6 +130,8 @@ pub struct TcpConfig {
     pub tcp_adv_win_scale: i32,
     /// `net.ipv4.tcp_reordering`: initial dupthresh.
     pub tcp_reordering: u32,
+    /// `net.ipv4.tcp_max_reordering`: ceiling of the dynamic dupthresh.
+    pub tcp_max_reordering: u32,
     /// `net.ipv4.tcp_retries2`.
     pub tcp_retries2: u32,
     /// `net.ipv4.tcp_syn_retries`.
@@ -236,6 +238,7 @@ impl TcpConfig {
             tcp_no_metrics_save: true,
             tcp_adv_win_scale: 1,
             tcp_reordering: 3,
+            tcp_max_reordering: 300,
             tcp_retries2: 15,
             tcp_syn_retries: 6,
             tcp_synack_retries: 5,
@@ -395,6 +398,7 @@ impl TcpConfig {
                 self.tcp_adv_win_scale = x;
             }
             "tcp_reordering" => self.tcp_reordering = parse_u32(key, v)?.max(1),
+            "tcp_max_reordering" => self.tcp_max_reordering = parse_u32(key, v)?.max(1),
             "tcp_retries2" => self.tcp_retries2 = parse_u32(key, v)?,
             "tcp_syn_retries" => self.tcp_syn_retries = parse_u32(key, v)?.clamp(1, 127),
             "tcp_synack_retries" => self.tcp_synack_retries = parse_u32(key, v)?,

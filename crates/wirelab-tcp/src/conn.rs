@@ -160,9 +160,18 @@ pub(crate) struct Conn {
     high_seq: SeqNumber,
     prior_ssthresh: u32,
     prior_cwnd: u32,
+    /// `undo_marker` (snd_una when the reduction started); None = nothing to undo.
+    undo_marker: Option<SeqNumber>,
+    /// `undo_retrans`: retransmissions not yet proven spurious by D-SACK (-1 = none sent).
+    undo_retrans: i32,
     prr_delivered: u32,
     prr_out: u32,
     reordering: u32,
+    /// Start of the highest SACKed segment (`tcp_highest_sack_seq`).
+    highest_sack: SeqNumber,
+    reord_seen: u32,
+    undo_count: u32,
+    dsack_count: u32,
     tp: CcSock,
     cc: CongCtl,
     is_cwnd_limited: bool,
@@ -188,6 +197,7 @@ pub(crate) struct Conn {
     first_tx_mstamp: Instant,
     delivery_rate: u64,
     rs_prior_delivered: u32,
+    rs_valid: bool,
     rs_prior_mstamp: Instant,
     rs_interval: Duration,
 
@@ -339,9 +349,15 @@ impl Conn {
             high_seq: iss,
             prior_ssthresh: 0,
             prior_cwnd: 0,
+            undo_marker: None,
+            undo_retrans: 0,
             prr_delivered: 0,
             prr_out: 0,
             reordering: cfg.tcp_reordering.max(1),
+            highest_sack: iss,
+            reord_seen: 0,
+            undo_count: 0,
+            dsack_count: 0,
             tp,
             cc,
             is_cwnd_limited: false,
@@ -365,6 +381,7 @@ impl Conn {
             first_tx_mstamp: now,
             delivery_rate: 0,
             rs_prior_delivered: 0,
+            rs_valid: false,
             rs_prior_mstamp: now,
             rs_interval: Duration::ZERO,
             irs: SeqNumber(0),
@@ -977,6 +994,7 @@ impl Conn {
             // the endpoint moves us to the listener's accept queue
         }
         // tcp_replace_ts_recent()
+        self.saw_tstamp_ecr = 0;
         if self.tstamp_ok {
             if let Some((tsval, ecr)) = r.timestamp {
                 if !r.seq.after(self.rcv_wup) {
@@ -1085,7 +1103,7 @@ impl Conn {
         let mut sack_rtt: Option<(Instant, Instant)> = None;
         let mut dsack_seen = false;
         if self.sack_ok && !r.sack.is_empty() {
-            let (n, rtt, ds) = self.sacktag_write_queue(now, ack, &r.sack);
+            let (n, rtt, ds) = self.sacktag_write_queue(cfg, now, ack, &r.sack);
             newly_sacked = n;
             sack_rtt = rtt;
             dsack_seen = ds;
@@ -1096,6 +1114,8 @@ impl Conn {
         let mut last_ackt: Option<Instant> = None;
         let mut retrans_acked = false;
         let mut fin_acked = false;
+        let prior_fack = self.fack_seq();
+        let mut reord = self.snd_nxt;
         while let Some(seg) = self.rtx.front().copied() {
             if !seg.end.after(ack) {
                 if seg.sacked & SACKED_RETRANS != 0 {
@@ -1113,11 +1133,14 @@ impl Conn {
                 }
                 if seg.sacked & EVER_RETRANS != 0 {
                     retrans_acked = true;
-                } else {
+                } else if seg.sacked & SACKED_ACKED == 0 {
                     if first_ackt.is_none() {
                         first_ackt = Some(seg.xmit);
                     }
                     last_ackt = Some(seg.xmit);
+                    if seg.seq.before(reord) {
+                        reord = seg.seq;
+                    }
                 }
                 if seg.fin {
                     fin_acked = true;
@@ -1135,6 +1158,9 @@ impl Conn {
         }
         if !self.sack_ok && acked_pkts > 0 {
             self.remove_reno_sacks(acked_pkts);
+        } else if acked_pkts > 0 && reord.before(prior_fack) {
+            // a never-retransmitted hole got filled: that's reordering
+            self.check_sack_reordering(cfg, reord, prior_fack);
         }
         if self.packets_out == 0 {
             self.sacked_out = 0;
@@ -1271,6 +1297,7 @@ impl Conn {
     /// (newly SACKed packets, (first, last) xmit time of never-retransmitted ones, D-SACK).
     fn sacktag_write_queue(
         &mut self,
+        cfg: &TcpConfig,
         now: Instant,
         ack: SeqNumber,
         blocks: &SackBlocks,
@@ -1290,6 +1317,37 @@ impl Conn {
         let mut newly = 0u32;
         let mut first: Option<Instant> = None;
         let mut last: Option<Instant> = None;
+        let prior_fack = self.fack_seq();
+        let mut reord = self.snd_nxt;
+        if dsack {
+            // tcp_check_dsack() / tcp_sacktag_one(dup_sack): each D-SACKed retransmission
+            // proves one retransmission spurious (undo_retrans)
+            let (l0, r0) = bl[0];
+            self.dsack_count += 1;
+            let mss = self.mss_cache.max(1);
+            let dup_segs = r0.dist(l0).div_ceil(mss) as i32;
+            if let Some(um) = self.undo_marker {
+                if self.undo_retrans > 0 && r0.after(um) {
+                    if !r0.after(self.snd_una) {
+                        self.undo_retrans = (self.undo_retrans - dup_segs).max(0);
+                    } else {
+                        let idx = self.rtx.partition_point(|s| !s.end.after(l0));
+                        for k in idx..self.rtx.len() {
+                            let sg = self.rtx[k];
+                            if sg.end.after(r0) {
+                                break;
+                            }
+                            if sg.sacked & EVER_RETRANS != 0 {
+                                self.undo_retrans = (self.undo_retrans - 1).max(0);
+                                if sg.sacked & SACKED_ACKED != 0 && sg.seq.before(reord) {
+                                    reord = sg.seq;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
         for (i, &(l, r)) in bl.iter().enumerate() {
             if i == 0 && dsack {
                 continue;
@@ -1326,6 +1384,12 @@ impl Conn {
                         first = Some(s.xmit);
                     }
                     last = Some(s.xmit);
+                    if s.seq.before(prior_fack) && s.seq.before(reord) {
+                        reord = s.seq;
+                    }
+                }
+                if self.sacked_out == 0 || s.seq.after(self.highest_sack) {
+                    self.highest_sack = s.seq;
                 }
                 f |= SACKED_ACKED;
                 self.rtx[k].sacked = f;
@@ -1336,12 +1400,36 @@ impl Conn {
                 self.delivered_mstamp = now;
             }
         }
+        if reord.before(prior_fack) {
+            self.check_sack_reordering(cfg, reord, prior_fack);
+        }
         (newly, first.zip(last), dsack)
     }
 
-    /// `tcp_rate_skb_delivered()`.
+    /// `tcp_highest_sack_seq()`.
+    fn fack_seq(&self) -> SeqNumber {
+        if self.sacked_out == 0 || !self.sack_ok {
+            self.snd_una
+        } else {
+            self.highest_sack
+        }
+    }
+
+    /// `tcp_check_sack_reordering()`: raise the dupthresh to the observed displacement
+    /// (in packets), up to `tcp_max_reordering`.
+    fn check_sack_reordering(&mut self, cfg: &TcpConfig, low_seq: SeqNumber, fack: SeqNumber) {
+        let mss = self.mss_cache.max(1);
+        let metric = fack.dist(low_seq);
+        if metric > self.reordering.saturating_mul(mss) {
+            self.reordering = metric.div_ceil(mss).min(cfg.tcp_max_reordering);
+        }
+        self.reord_seen += 1;
+    }
+
+    /// `tcp_rate_skb_delivered()`: remember the most recently sent delivered segment.
     fn rate_skb_delivered(&mut self, s: &TxSeg) {
-        if s.delivered >= self.rs_prior_delivered {
+        if !self.rs_valid || s.delivered >= self.rs_prior_delivered {
+            self.rs_valid = true;
             self.rs_prior_delivered = s.delivered;
             self.rs_prior_mstamp = s.delivered_mstamp;
             self.rs_interval = s.xmit.saturating_since(s.first_tx);
@@ -1349,8 +1437,12 @@ impl Conn {
         }
     }
 
-    /// `tcp_rate_gen()`: delivery-rate sample in bytes/s.
+    /// `tcp_rate_gen()`: delivery-rate sample in bytes/s, max(send, ACK) interval.
     fn rate_gen(&mut self, now: Instant) {
+        if !self.rs_valid {
+            return;
+        }
+        self.rs_valid = false;
         let delivered = self.delivered.wrapping_sub(self.rs_prior_delivered);
         let ack_us = now.saturating_since(self.rs_prior_mstamp);
         let interval = self.rs_interval.max(ack_us);
@@ -1358,10 +1450,108 @@ impl Conn {
             self.delivery_rate =
                 (delivered as u128 * self.mss_cache as u128 * 1_000_000_000 / interval.as_nanos() as u128) as u64;
         }
-        self.rs_prior_delivered = self.delivered;
     }
 
     // ---- loss recovery (tcp_fastretrans_alert and friends) ----
+
+    /// `tcp_init_undo()`.
+    fn init_undo(&mut self) {
+        self.undo_marker = Some(self.snd_una);
+        self.undo_retrans = if self.retrans_out > 0 { self.retrans_out as i32 } else { -1 };
+    }
+
+    /// `tcp_packet_delayed()`: the ACK echoes a timestamp older than our first
+    /// retransmission, so the original got through (Eifel detection, RFC 3522).
+    fn packet_delayed(&self) -> bool {
+        match self.retrans_stamp {
+            None => true,
+            Some(t) => {
+                self.tstamp_ok
+                    && self.saw_tstamp_ecr != 0
+                    && (self.saw_tstamp_ecr.wrapping_sub(self.ts_now(t)) as i32) < 0
+            }
+        }
+    }
+
+    /// `tcp_may_undo()`.
+    fn may_undo(&self) -> bool {
+        self.undo_marker.is_some() && (self.undo_retrans == 0 || self.packet_delayed())
+    }
+
+    /// `tcp_undo_cwnd_reduction()`.
+    fn undo_cwnd_reduction(&mut self, now: Instant, unmark_loss: bool) {
+        if unmark_loss {
+            for s in self.rtx.iter_mut() {
+                s.sacked &= !LOST;
+            }
+            self.lost_out = 0;
+        }
+        if self.prior_ssthresh != 0 {
+            let tp = self.tp;
+            self.tp.snd_cwnd = self.cc.undo_cwnd(&tp, self.prior_cwnd);
+            if self.prior_ssthresh > self.tp.snd_ssthresh {
+                self.tp.snd_ssthresh = self.prior_ssthresh;
+            }
+        }
+        self.snd_cwnd_stamp = now;
+        self.undo_marker = None;
+        self.undo_count += 1;
+    }
+
+    /// `tcp_try_undo_recovery()`: returns true if the state must be held (Reno).
+    fn try_undo_recovery(&mut self, now: Instant) -> bool {
+        if self.may_undo() {
+            // happy end: nothing retransmitted or the originals got through
+            self.undo_cwnd_reduction(now, false);
+        }
+        if self.snd_una == self.high_seq && !self.sack_ok {
+            // Reno holds the state until something above high_seq is ACKed (RFC 6582)
+            if self.retrans_out == 0 {
+                self.retrans_stamp = None;
+            }
+            return true;
+        }
+        self.set_ca_state(CaState::Open);
+        false
+    }
+
+    /// `tcp_try_undo_dsack()`: D-SACKs covered all retransmissions.
+    fn try_undo_dsack(&mut self, now: Instant) -> bool {
+        if self.undo_marker.is_some() && self.undo_retrans == 0 {
+            self.undo_cwnd_reduction(now, false);
+            return true;
+        }
+        false
+    }
+
+    /// `tcp_try_undo_loss()` (no F-RTO).
+    fn try_undo_loss(&mut self, now: Instant) -> bool {
+        if self.may_undo() {
+            self.undo_cwnd_reduction(now, true);
+            self.retransmits = 0;
+            if self.sack_ok {
+                self.set_ca_state(CaState::Open);
+            }
+            return true;
+        }
+        false
+    }
+
+    /// `tcp_try_undo_partial()`: returns true to stop processing this ACK.
+    fn try_undo_partial(&mut self, cfg: &TcpConfig, now: Instant, prior_snd_una: SeqNumber) -> bool {
+        if self.undo_marker.is_some() && self.packet_delayed() {
+            // Plain luck: the hole was filled by the delayed original. That is reordering.
+            let fack = self.fack_seq().max(self.snd_una);
+            self.check_sack_reordering(cfg, prior_snd_una, fack);
+            if self.retrans_out > 0 {
+                return true;
+            }
+            self.retrans_stamp = None;
+            self.undo_cwnd_reduction(now, true);
+            self.try_to_open();
+        }
+        false
+    }
 
     /// `tcp_time_to_recover()`. The thin-stream (`tcp_thin_dupack`) and early-retransmit
     /// triggers of older kernels belong here.
@@ -1384,6 +1574,7 @@ impl Conn {
 
     /// `tcp_enter_recovery()` + `tcp_init_cwnd_reduction()`.
     fn enter_recovery(&mut self, cfg: &TcpConfig, now: Instant) {
+        self.init_undo();
         self.prior_ssthresh = self.current_ssthresh();
         self.high_seq = self.snd_nxt;
         self.tp.snd_cwnd_cnt = 0;
@@ -1525,7 +1716,7 @@ impl Conn {
         &mut self,
         cfg: &TcpConfig,
         now: Instant,
-        _prior_snd_una: SeqNumber,
+        prior_snd_una: SeqNumber,
         una_advanced: bool,
         num_dupack: u32,
     ) {
@@ -1534,7 +1725,7 @@ impl Conn {
             self.sacked_out = 0;
         }
         let mut fast_rexmit = false;
-        let mut do_lost = una_advanced || num_dupack > 0 || self.sack_ok;
+        let do_lost = una_advanced || num_dupack > 0 || self.sack_ok;
         // D. exit conditions once high_seq is ACKed
         if self.ca_state == CaState::Open {
             self.retrans_stamp = None;
@@ -1550,13 +1741,10 @@ impl Conn {
                     if reno {
                         self.sacked_out = 0;
                     }
-                    // tcp_try_undo_recovery(): Reno holds the state until something above
-                    // high_seq is ACKed (RFC 6582)
-                    if self.snd_una == self.high_seq && reno {
+                    if self.try_undo_recovery(now) {
                         return;
                     }
                     self.end_cwnd_reduction();
-                    self.set_ca_state(CaState::Open);
                 }
                 _ => {}
             }
@@ -1568,23 +1756,34 @@ impl Conn {
                     if reno {
                         self.add_reno_sack(num_dupack);
                     }
+                } else if self.try_undo_partial(cfg, now, prior_snd_una) {
+                    return;
+                }
+                if self.try_undo_dsack(now) {
+                    self.try_to_open();
                 }
                 self.identify_packet_loss(una_advanced);
+                if self.ca_state != CaState::Recovery {
+                    // undone: start a new recovery only if loss is evident
+                    if !self.time_to_recover() {
+                        return;
+                    }
+                    self.enter_recovery(cfg, now);
+                }
             }
             CaState::Loss => {
                 // tcp_process_loss() without F-RTO
+                if una_advanced && self.try_undo_loss(now) {
+                    return;
+                }
                 if !self.snd_una.before(self.high_seq) {
-                    self.set_ca_state(CaState::Open);
-                    if reno {
-                        self.sacked_out = 0;
-                    }
-                    self.try_to_open();
+                    self.try_undo_recovery(now);
                     return;
                 }
                 if reno && una_advanced {
                     self.sacked_out = 0;
                 }
-                do_lost = false;
+                return;
             }
             _ => {
                 if reno {
@@ -1592,6 +1791,9 @@ impl Conn {
                         self.sacked_out = 0;
                     }
                     self.add_reno_sack(num_dupack);
+                }
+                if self.ca_state <= CaState::Disorder {
+                    self.try_undo_dsack(now);
                 }
                 self.identify_packet_loss(una_advanced);
                 if !self.time_to_recover() {
@@ -1668,6 +1870,7 @@ impl Conn {
             let tp = self.tp;
             self.tp.snd_ssthresh = self.cc.ssthresh(&tp);
             self.cc.cwnd_event(&tp, CaEvent::Loss);
+            self.init_undo();
         }
         self.tp.snd_cwnd = self.in_flight() + 1;
         self.tp.snd_cwnd_cnt = 0;
@@ -2353,6 +2556,10 @@ impl Conn {
             segs_out: self.segs_out,
             segs_in: self.segs_in,
             delivered: self.delivered as u64,
+            reordering: self.reordering,
+            reord_seen: self.reord_seen,
+            dsack_dups: self.dsack_count,
+            undo_count: self.undo_count,
             delivery_rate: self.delivery_rate,
             rcv_wscale: self.rcv_wscale,
             snd_wscale: self.snd_wscale,
@@ -2467,10 +2674,7 @@ impl Conn {
         if self.packets_out == 0 {
             return;
         }
-        if self.retrans_stamp.is_none() {
-            self.retrans_stamp = self.rtx.front().map(|s| s.xmit);
-        }
-        if self.write_timeout(cfg, now) {
+        if self.retransmits > 0 && self.write_timeout(cfg, now) {
             self.err = Some(SockError::TimedOut);
             if !self.closed_notified {
                 self.notify(out, SockEvent::Reset);
@@ -2600,8 +2804,9 @@ impl Conn {
             return None;
         }
         // tcp_retransmit_skb()
+        // the stamp of the first retransmission (tcp_retransmit_skb)
         if self.retrans_stamp.is_none() {
-            self.retrans_stamp = Some(s.xmit);
+            self.retrans_stamp = Some(now);
         }
         {
             let m = &mut self.rtx[k];

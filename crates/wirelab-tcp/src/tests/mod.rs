@@ -905,3 +905,25 @@ fn tshark_accepts_our_segments() {
     assert_eq!(ws, 4, "WS on both SYNs of both connections");
     assert_eq!(ts, total - rst, "timestamps on every segment but the RST");
 }
+
+/// Reordering without loss: early spurious fast retransmits raise the dupthresh
+/// (`tcp_check_sack_reordering`), after which displaced segments no longer trigger them.
+#[test]
+fn reordering_raises_dupthresh() {
+    let mut p = Pair::default_pair(96);
+    let (c, s) = p.connect(80);
+    p.ab.reorder = 0.02;
+    p.ab.reorder_extra = ms(7); // ~6 packet times at 10 Mbit/s
+    p.sinks.push((false, s, 0, false));
+    p.bulk.push((true, c, u64::MAX));
+    p.run_for(Duration::from_secs(5));
+    let early = p.a.info(c).unwrap();
+    p.run_for(Duration::from_secs(10));
+    let late = p.a.info(c).unwrap();
+    eprintln!("reordering {} -> {}, reord_seen {}, retrans {} -> {}", early.reordering, late.reordering, late.reord_seen, early.total_retrans, late.total_retrans);
+    assert!(late.reord_seen > 10);
+    assert!(late.reordering > 3 && late.reordering <= 300);
+    // once adapted, few reordering events still cost a (spurious) retransmission
+    let spurious = late.total_retrans - early.total_retrans;
+    assert!(spurious * 10 <= late.reord_seen - early.reord_seen, "{early:?} {late:?}");
+}

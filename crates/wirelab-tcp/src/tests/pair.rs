@@ -31,6 +31,9 @@ pub struct Link {
     /// Drop the data-carrying packets with these indices (0 = first data packet sent).
     pub drop_data_idx: Vec<u64>,
     data_idx: u64,
+    /// Delay this share of data packets by `reorder_extra` after the queue (reordering).
+    pub reorder: f64,
+    pub reorder_extra: Duration,
 }
 
 impl Link {
@@ -51,6 +54,8 @@ impl Link {
             loss_acks: false,
             drop_data_idx: Vec::new(),
             data_idx: 0,
+            reorder: 0.0,
+            reorder_extra: Duration::ZERO,
         }
     }
     /// Returns the arrival time, or None if dropped. `len` counts the IPv4 datagram.
@@ -84,6 +89,9 @@ impl Link {
         self.busy_until = dep;
         self.queue.push_back(dep);
         self.delivered_bytes += len as u64;
+        if has_data && self.reorder > 0.0 && self.rng.chance(self.reorder) {
+            return Some(dep + self.delay + self.reorder_extra);
+        }
         Some(dep + self.delay)
     }
 }

@@ -38,6 +38,9 @@ fn cubic_single_flow_utilisation() {
         goodput / 1e6, ia.ssthresh, p.ab.drops_queue, ia.total_retrans
     );
     assert!(util > 0.95, "utilisation {util}");
+    // tcp_rate.c sample: the bottleneck rate in payload bytes/s (10 Mbit/s * 1448/1500)
+    let dr = ia.delivery_rate as f64;
+    assert!((1.0e6..1.35e6).contains(&dr), "delivery_rate {dr}");
     assert!(p.ab.drops_queue > 0, "CUBIC probes until the queue overflows");
 }
 
