@@ -342,16 +342,16 @@ impl Cubic {
             let mut t = now.wrapping_sub(self.epoch_start) as u64;
             t += (self.delay_min as u64 * hz as u64).div_ceil(1_000_000); // usecs_to_jiffies
             t = (t << BICTCP_HZ) / hz as u64;
-            let offs = if t < self.bic_k as u64 { self.bic_k as u64 - t } else { t - self.bic_k as u64 };
-            let delta = (self.cube_rtt_scale.saturating_mul(offs).saturating_mul(offs).saturating_mul(offs)
-                >> (10 + 3 * BICTCP_HZ)) as u64;
+            let offs = t.abs_diff(self.bic_k as u64);
+            let delta = self.cube_rtt_scale.saturating_mul(offs).saturating_mul(offs).saturating_mul(offs)
+                >> (10 + 3 * BICTCP_HZ);
             let target = if t < self.bic_k as u64 {
                 (self.bic_origin_point as u64).saturating_sub(delta)
             } else {
                 self.bic_origin_point as u64 + delta
             };
             self.cnt = if target > cwnd as u64 {
-                (cwnd as u64 / (target - cwnd as u64)).max(0) as u32
+                (cwnd as u64 / (target - cwnd as u64)) as u32
             } else {
                 100 * cwnd
             };

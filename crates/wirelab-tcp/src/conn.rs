@@ -489,7 +489,7 @@ impl Conn {
         self.mss_cache = self.peer_mss.min(cfg.advmss()).saturating_sub(ts).max(48);
         // tcp_initialize_rcv_mss
         let hint = self.advmss.min(self.mss_cache).min(self.rcv_wnd.max(2 * TCP_MIN_MSS) / 2);
-        self.rcv_mss = hint.min(TCP_MSS_DEFAULT).max(TCP_MIN_MSS);
+        self.rcv_mss = hint.clamp(TCP_MIN_MSS, TCP_MSS_DEFAULT);
         if !self.wscale_ok {
             self.rcv_wscale = 0;
         }
@@ -1631,7 +1631,7 @@ impl Conn {
     /// `tcp_remove_reno_sacks()` for a cumulative ACK of `acked` packets.
     fn remove_reno_sacks(&mut self, acked: u32) {
         if acked > 0 {
-            if acked - 1 >= self.sacked_out {
+            if acked > self.sacked_out {
                 self.sacked_out = 0;
             } else {
                 self.sacked_out -= acked - 1;
@@ -1695,12 +1695,11 @@ impl Conn {
         if self.rtx.is_empty() {
             return;
         }
-        if (self.ca_state < CaState::Recovery && self.sacked_out >= self.reordering)
-            || (self.ca_state == CaState::Recovery && una_advanced)
+        if ((self.ca_state < CaState::Recovery && self.sacked_out >= self.reordering)
+            || (self.ca_state == CaState::Recovery && una_advanced))
+            && self.rtx[0].sacked & LOST == 0
         {
-            if self.rtx[0].sacked & LOST == 0 {
-                self.mark_lost(0);
-            }
+            self.mark_lost(0);
         }
     }
 
@@ -1731,11 +1730,10 @@ impl Conn {
             self.retrans_stamp = None;
         } else if !self.snd_una.before(self.high_seq) {
             match self.ca_state {
-                CaState::Cwr => {
-                    if self.snd_una != self.high_seq {
-                        self.end_cwnd_reduction();
-                        self.set_ca_state(CaState::Open);
-                    }
+                // CWR is held until something above high_seq is ACKed
+                CaState::Cwr if self.snd_una != self.high_seq => {
+                    self.end_cwnd_reduction();
+                    self.set_ca_state(CaState::Open);
                 }
                 CaState::Recovery => {
                     if reno {
@@ -1899,11 +1897,10 @@ impl Conn {
         let mut data = r.payload;
         let end = seq + data.len() as u32;
         // entirely old: duplicate -> D-SACK + quick ACK
-        if !data.is_empty() && !end.after(self.rcv_nxt) {
-            if !(fin && end == self.rcv_nxt) {
-                self.send_dupack(r);
-                return;
-            }
+        let new_fin = fin && end == self.rcv_nxt;
+        if !data.is_empty() && !end.after(self.rcv_nxt) && !new_fin {
+            self.send_dupack(r);
+            return;
         }
         // partial overlap at the left: trim (D-SACK the duplicate part)
         if seq.before(self.rcv_nxt) {
@@ -2443,7 +2440,7 @@ impl Conn {
         match self.state {
             TcpState::Closed | TcpState::Listen => self.enter_closed(),
             TcpState::SynSent => self.enter_closed(),
-            _ if unread && self.synchronized() || (unread && self.state == TcpState::SynRecv) => {
+            _ if unread && (self.synchronized() || self.state == TcpState::SynRecv) => {
                 self.abort(out);
             }
             TcpState::SynRecv | TcpState::Established | TcpState::CloseWait => {
@@ -2894,12 +2891,10 @@ impl Conn {
         }
         let with_fin = self.fin_queued && len == unsent;
         // tcp_slow_start_after_idle_check()
-        if self.packets_out == 0 {
-            if cfg.tcp_slow_start_after_idle {
-                let idle = now.saturating_since(self.lsndtime);
-                if idle > self.rto {
-                    self.cwnd_restart(cfg, now, idle);
-                }
+        if self.packets_out == 0 && cfg.tcp_slow_start_after_idle {
+            let idle = now.saturating_since(self.lsndtime);
+            if idle > self.rto {
+                self.cwnd_restart(cfg, now, idle);
             }
         }
         // tcp_cwnd_test(): the final FIN alone is not held by cwnd
@@ -3111,22 +3106,20 @@ pub(crate) mod test_access {
             self.set_rto(cfg)
         }
     }
-}
-
-#[cfg(test)]
-impl Conn {
-    /// `__tcp_select_window()` with `used` bytes queued in a buffer of `rcvbuf`.
-    pub fn t_window_with(&mut self, cfg: &TcpConfig, rcvbuf: u32, used: u32) -> u32 {
-        let (rb, cs, rs, wc) = (self.rcvbuf, self.copied_seq, self.rcv_ssthresh, self.window_clamp);
-        self.rcvbuf = rcvbuf;
-        self.copied_seq = self.rcv_nxt - used;
-        self.window_clamp = u32::MAX >> 1;
-        self.rcv_ssthresh = u32::MAX >> 1;
-        let w = self.raw_select_window(cfg);
-        self.rcvbuf = rb;
-        self.copied_seq = cs;
-        self.rcv_ssthresh = rs;
-        self.window_clamp = wc;
-        w
+    impl Conn {
+        /// `__tcp_select_window()` with `used` bytes queued in a buffer of `rcvbuf`.
+        pub fn t_window_with(&mut self, cfg: &TcpConfig, rcvbuf: u32, used: u32) -> u32 {
+            let (rb, cs, rs, wc) = (self.rcvbuf, self.copied_seq, self.rcv_ssthresh, self.window_clamp);
+            self.rcvbuf = rcvbuf;
+            self.copied_seq = self.rcv_nxt - used;
+            self.window_clamp = u32::MAX >> 1;
+            self.rcv_ssthresh = u32::MAX >> 1;
+            let w = self.raw_select_window(cfg);
+            self.rcvbuf = rb;
+            self.copied_seq = cs;
+            self.rcv_ssthresh = rs;
+            self.window_clamp = wc;
+            w
+        }
     }
 }
