@@ -73,6 +73,8 @@ pub enum SockOpt {
     Congestion(String),
     /// `TCP_QUICKACK`: enter quick-ACK mode now.
     QuickAck(bool),
+    /// `IP_TOS`: the TOS byte of every segment this socket sends (DSCP for classifiers).
+    Tos(u8),
     /// `TCP_THIN_LINEAR_TIMEOUTS` (stored for the thin-stream mechanisms).
     ThinLinearTimeouts(bool),
     /// `TCP_THIN_DUPACK` (stored for the thin-stream mechanisms).

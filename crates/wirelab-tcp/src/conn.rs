@@ -2517,6 +2517,7 @@ impl Conn {
                     }
                 }
             }
+            SockOpt::Tos(v) => self.tos = *v,
             SockOpt::ThinLinearTimeouts(v) => self.thin_lto = *v,
             SockOpt::ThinDupack(v) => self.thin_dupack = *v,
         }
