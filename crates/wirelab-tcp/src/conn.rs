@@ -520,13 +520,11 @@ impl Conn {
     fn select_initial_window(&mut self, cfg: &TcpConfig) {
         let full = self.tcp_full_space(cfg).max(0) as u32;
         let mss = self.rcv_adv_mss();
-        // limit the window selection if the user enforces a smaller rx buffer
-        if self.rcvbuf_locked && (self.user_window_clamp == 0 || self.user_window_clamp > full) {
-            self.window_clamp = full;
-        } else if self.user_window_clamp != 0 {
-            self.window_clamp = self.user_window_clamp;
+        // no clamp unless TCP_WINDOW_CLAMP; a locked (user-set) rcvbuf limits it
+        let mut window_clamp = if self.user_window_clamp != 0 { self.user_window_clamp } else { 65535u32 << TCP_MAX_WSCALE };
+        if self.rcvbuf_locked && window_clamp > full {
+            window_clamp = full;
         }
-        let mut window_clamp = if self.window_clamp == 0 { 65535u32 << TCP_MAX_WSCALE } else { self.window_clamp };
         let mut space = full.min(window_clamp);
         if space > mss {
             space = space / mss * mss;
@@ -2486,8 +2484,9 @@ impl Conn {
                 let v = (*v).min(cfg.rmem_max);
                 self.rcvbuf = (v.saturating_mul(2)).max(2304); // SOCK_MIN_RCVBUF
                 self.rcvbuf_locked = true;
-                if matches!(self.state, TcpState::SynSent) && !self.tx_syn {
-                } else if matches!(self.state, TcpState::SynSent) {
+                if matches!(self.state, TcpState::SynSent | TcpState::SynRecv) && self.tx_syn {
+                    // before the SYN/SYN-ACK is built: it shapes the initial window and
+                    // the window scale (tcp_select_initial_window)
                     self.select_initial_window(cfg);
                 }
             }
@@ -2502,6 +2501,9 @@ impl Conn {
                     self.window_clamp = v;
                 }
                 self.rcv_ssthresh = self.rcv_ssthresh.min(self.window_clamp);
+                if matches!(self.state, TcpState::SynSent | TcpState::SynRecv) && self.tx_syn {
+                    self.select_initial_window(cfg);
+                }
             }
             SockOpt::Congestion(name) => {
                 let algo = CongestionAlgo::from_name(name).map_err(|_| SockError::BadOption)?;

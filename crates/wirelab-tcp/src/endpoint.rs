@@ -52,6 +52,9 @@ struct Listener {
     backlog: u32,
     accept_q: VecDeque<SocketId>,
     synrecv: u32,
+    /// Options set on the listener, inherited by every child (as Linux clones the
+    /// listening socket in `tcp_create_openreq_child`).
+    opts: Vec<SockOpt>,
 }
 
 enum Slot {
@@ -248,9 +251,12 @@ impl TcpEndpoint {
             let tso = self.rng.next_u32();
             // Replies use the socket's TOS (0), not the SYN's (no tcp_reflect_tos).
             let _ = tos;
-            let c = Conn::new_passive(&self.cfg, id, local, remote, now, iss, tso, &r, lid, 0);
+            let mut c = Conn::new_passive(&self.cfg, id, local, remote, now, iss, tso, &r, lid, 0);
             if let Some(Slot::Listener(l)) = self.slots.get_mut(lid.0 as usize) {
                 l.synrecv += 1;
+                for o in &l.opts {
+                    let _ = c.set_option(&self.cfg, o);
+                }
             }
             self.slots.push(Slot::Conn(Box::new(c)));
             self.demux.insert(key, id);
@@ -372,6 +378,7 @@ impl TcpEndpoint {
             backlog: backlog.min(self.cfg.somaxconn),
             accept_q: VecDeque::new(),
             synrecv: 0,
+            opts: Vec::new(),
         })));
         self.listeners.insert(key, id);
         Ok(id)
@@ -499,8 +506,21 @@ impl TcpEndpoint {
         }
     }
 
-    /// `setsockopt()`.
+    /// `setsockopt()`. On a listener the option is validated, kept and applied to every
+    /// connection it accepts from then on.
     pub fn set_option(&mut self, s: SocketId, opt: SockOpt) -> Result<(), SockError> {
+        if let Some(Slot::Listener(l)) = self.slots.get_mut(s.0 as usize) {
+            match &opt {
+                SockOpt::Congestion(n) => {
+                    crate::config::CongestionAlgo::from_name(n).map_err(|_| SockError::BadOption)?;
+                }
+                SockOpt::WindowClamp(0) => return Err(SockError::BadOption),
+                _ => {}
+            }
+            l.opts.retain(|o| core::mem::discriminant(o) != core::mem::discriminant(&opt));
+            l.opts.push(opt);
+            return Ok(());
+        }
         let cfg = &self.cfg;
         let Some(Slot::Conn(c)) = self.slots.get_mut(s.0 as usize) else { return Err(SockError::InvalidSocket) };
         let r = c.set_option(cfg, &opt);

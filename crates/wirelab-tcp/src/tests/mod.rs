@@ -927,3 +927,55 @@ fn reordering_raises_dupthresh() {
     let spurious = late.total_retrans - early.total_retrans;
     assert!(spurious * 10 <= late.reord_seen - early.reord_seen, "{early:?} {late:?}");
 }
+
+#[test]
+fn listener_options_are_inherited() {
+    let mut p = Pair::default_pair(97);
+    p.capture = Some(Vec::new());
+    let l = p.b.listen(SocketAddrV4::new(B_ADDR, 80), 16).unwrap();
+    p.b.set_option(l, SockOpt::RcvBuf(16_384)).unwrap();
+    p.b.set_option(l, SockOpt::Congestion("reno".into())).unwrap();
+    assert_eq!(p.b.set_option(l, SockOpt::Congestion("vegas".into())), Err(SockError::BadOption));
+    let c = p.a.connect(p.now, A_ADDR, SocketAddrV4::new(B_ADDR, 80)).unwrap();
+    p.run_for(ms(100));
+    let s = p.b.accept(l).unwrap();
+    let ib = p.b.info(s).unwrap();
+    assert_eq!(ib.rcvbuf, 32_768);
+    assert_eq!(ib.congestion, "reno");
+    // a small locked buffer also shrinks the window scale (tcp_select_initial_window)
+    assert_eq!(ib.rcv_wscale, 0);
+    let cap = p.capture.take().unwrap();
+    let synack = parse(&cap[1].2);
+    assert_eq!(synack.window_scale, Some(0));
+    assert!(synack.window <= 16_384, "{}", synack.window);
+    assert_eq!(p.a.info(c).unwrap().snd_wscale, 0);
+}
+
+#[test]
+fn orphaned_fin_wait2_times_out() {
+    let mut p = Pair::default_pair(98);
+    let (c, s) = p.connect(80);
+    p.a.close(p.now, c); // B never closes
+    p.run_for(Duration::from_secs(1));
+    assert_eq!(p.a.info(c).unwrap().state, TcpState::FinWait2);
+    assert_eq!(p.b.info(s).unwrap().state, TcpState::CloseWait);
+    p.run_for(Duration::from_secs(60)); // tcp_fin_timeout
+    assert!(p.a.info(c).is_none());
+}
+
+#[test]
+fn closing_listener_resets_pending_children() {
+    let mut p = Pair::default_pair(99);
+    let l = p.b.listen(SocketAddrV4::new(B_ADDR, 80), 16).unwrap();
+    let c = p.a.connect(p.now, A_ADDR, SocketAddrV4::new(B_ADDR, 80)).unwrap();
+    p.run_for(ms(100));
+    assert!(p.has_event(true, c, SockEvent::Connected));
+    p.b.close(p.now, l); // never accepted
+    p.run_for(ms(100));
+    assert!(p.has_event(true, c, SockEvent::Reset));
+    assert_eq!(p.b.sockets().count(), 0);
+    // the port now answers with RST
+    let c2 = p.a.connect(p.now, A_ADDR, SocketAddrV4::new(B_ADDR, 80)).unwrap();
+    p.run_for(ms(100));
+    assert!(p.has_event(true, c2, SockEvent::ConnectFailed));
+}
