@@ -446,13 +446,15 @@ impl TcpConfig {
     /// `tcp_space_from_win()`: inverse of [`win_from_space`](Self::win_from_space).
     pub(crate) fn space_from_win(&self, win: i64) -> i64 {
         let s = self.tcp_adv_win_scale;
-        if s <= 0 {
-            win << (-s)
+        let w = win as i128;
+        let r = if s <= 0 {
+            w << (-s)
         } else {
             // win = space * (1 - 2^-s)  =>  space = win * 2^s / (2^s - 1)
-            let d = (1i64 << s) - 1;
-            (win << s) / d.max(1)
-        }
+            let d = (1i128 << s) - 1;
+            (w << s) / d.max(1)
+        };
+        r.clamp(i64::MIN as i128, i64::MAX as i128) as i64
     }
     /// One jiffy.
     pub(crate) fn jiffy(&self) -> Duration {

@@ -979,3 +979,74 @@ fn closing_listener_resets_pending_children() {
     p.run_for(ms(100));
     assert!(p.has_event(true, c2, SockEvent::ConnectFailed));
 }
+
+/// Odd but accepted configuration values never panic the engine.
+#[test]
+fn extreme_sysctls_do_not_panic() {
+    let cases: &[(&str, &str)] = &[
+        ("net.ipv4.tcp_rmem", "1 1 1"),
+        ("net.ipv4.tcp_rmem", "4096 4096 4096"),
+        ("net.ipv4.tcp_wmem", "1 1 1"),
+        ("net.ipv4.tcp_rmem", "4096 4000000000 4000000000"),
+        ("net.ipv4.tcp_wmem", "4096 4000000000 4000000000"),
+        ("net.ipv4.tcp_adv_win_scale", "31"),
+        ("net.ipv4.tcp_adv_win_scale", "-31"),
+        ("net.ipv4.tcp_adv_win_scale", "-2"),
+        ("net.ipv4.tcp_reordering", "0"),
+        ("net.ipv4.tcp_max_reordering", "1"),
+        ("net.ipv4.tcp_retries2", "0"),
+        ("net.ipv4.tcp_retries2", "4000000000"),
+        ("net.ipv4.tcp_syn_retries", "0"),
+        ("net.ipv4.tcp_fin_timeout", "0"),
+        ("net.ipv4.ip_local_port_range", "5000 5000"),
+        ("net.core.somaxconn", "0"),
+        ("net.core.rmem_max", "0"),
+    ];
+    for (k, v) in cases {
+        let mut cfg = TcpConfig::default();
+        cfg.set_sysctl(k, v).unwrap();
+        let mut p = Pair::new(cfg.clone(), cfg, 10_000_000, ms(20), 100, 5);
+        p.ab.loss = 0.02;
+        let l = p.b.listen(SocketAddrV4::new(B_ADDR, 80), 4).unwrap();
+        p.auto_sink.push((false, l));
+        let c = p.a.connect(p.now, A_ADDR, SocketAddrV4::new(B_ADDR, 80)).unwrap();
+        let _ = p.a.set_option(c, SockOpt::RcvBuf(0));
+        let _ = p.a.set_option(c, SockOpt::SndBuf(u32::MAX));
+        p.bulk.push((true, c, 200_000));
+        p.run_for(Duration::from_secs(20));
+        let _ = p.a.info(c);
+    }
+    // HZ and MTU extremes
+    for (hz, mtu) in [(1, 100), (100_000, 9000), (0, 0)] {
+        let mut cfg = TcpConfig::default();
+        cfg.hz = hz;
+        cfg.mtu = mtu;
+        let mut p = Pair::new(cfg.clone(), cfg, 10_000_000, ms(20), 100, 6);
+        let (c, s) = p.connect(80);
+        p.sinks.push((false, s, 0, false));
+        p.bulk.push((true, c, 100_000));
+        p.run_for(Duration::from_secs(20));
+        assert_eq!(p.b.info(s).unwrap().bytes_received, 100_000, "hz {hz} mtu {mtu}");
+    }
+}
+
+/// An ACK-path delay spike fires a spurious RTO; the timestamp echo of the next ACK shows
+/// the originals arrived (Eifel, `tcp_packet_delayed`), so `tcp_try_undo_loss` restores
+/// cwnd and ssthresh.
+#[test]
+fn spurious_rto_is_undone_by_timestamps() {
+    let mut p = Pair::default_pair(120);
+    let (c, s) = p.connect(80);
+    p.sinks.push((false, s, 0, false));
+    p.bulk.push((true, c, u64::MAX));
+    p.run_for(Duration::from_secs(3));
+    let before = p.a.info(c).unwrap();
+    p.ba.delay = ms(700);
+    p.run_for(ms(50));
+    p.ba.delay = ms(20);
+    p.run_for(Duration::from_secs(2));
+    let after = p.a.info(c).unwrap();
+    eprintln!("before {} / {}, after {} / {}, undo {}, retrans {} -> {}", before.cwnd, before.ssthresh, after.cwnd, after.ssthresh, after.undo_count, before.total_retrans, after.total_retrans);
+    assert!(after.undo_count > before.undo_count, "{after:?}");
+    assert!(after.ssthresh >= before.ssthresh.min(before.cwnd) * 7 / 10, "{before:?} {after:?}");
+}

@@ -34,6 +34,7 @@ pub struct Link {
     /// Delay this share of data packets by `reorder_extra` after the queue (reordering).
     pub reorder: f64,
     pub reorder_extra: Duration,
+    last_arrival: Instant,
 }
 
 impl Link {
@@ -56,6 +57,7 @@ impl Link {
             data_idx: 0,
             reorder: 0.0,
             reorder_extra: Duration::ZERO,
+            last_arrival: Instant::ZERO,
         }
     }
     /// Returns the arrival time, or None if dropped. `len` counts the IPv4 datagram.
@@ -92,7 +94,10 @@ impl Link {
         if has_data && self.reorder > 0.0 && self.rng.chance(self.reorder) {
             return Some(dep + self.delay + self.reorder_extra);
         }
-        Some(dep + self.delay)
+        // a wire keeps FIFO order even when its delay changes (delay spikes)
+        let at = (dep + self.delay).max(self.last_arrival);
+        self.last_arrival = at;
+        Some(at)
     }
 }
 
