@@ -139,3 +139,71 @@ fn bench_engine_segments_per_second() {
     bench_flows(200, 1_000_000_000, 5);
     bench_flows(2000, 1_000_000_000, 5);
 }
+
+/// Steady-state bulk transfer between two endpoints wired back to back: once buffers
+/// have grown, per-connection memory stays put (the crate forbids `unsafe`, so a counting
+/// allocator is not available; the hot path is allocation-free by construction and this
+/// guards the buffers that could grow).
+#[test]
+fn steady_state_does_not_allocate() {
+    use crate::{SockEvent, TcpEndpoint};
+    use std::net::SocketAddrV4;
+    use wirelab_core::{Rng, HEADROOM};
+    let a_ip = super::pair::A_ADDR;
+    let b_ip = super::pair::B_ADDR;
+    let mut a = TcpEndpoint::new(TcpConfig::default(), Rng::stream(1, "a"));
+    let mut b = TcpEndpoint::new(TcpConfig::default(), Rng::stream(1, "b"));
+    let l = b.listen(SocketAddrV4::new(b_ip, 80), 8).unwrap();
+    let mut now = Instant::ZERO;
+    let c = a.connect(now, a_ip, SocketAddrV4::new(b_ip, 80)).unwrap();
+    let chunk = vec![7u8; 65536];
+    let mut buf = Vec::with_capacity(2048);
+    let mut s = None;
+    let mut step = |now: Instant, a: &mut TcpEndpoint, b: &mut TcpEndpoint, s: &mut Option<crate::SocketId>| {
+        for _ in 0..64 {
+            buf.clear();
+            buf.resize(HEADROOM, 0);
+            let Some(t) = a.poll_transmit(now, &mut buf) else { break };
+            b.handle_packet(now, t.src, t.dst, 0, &buf[HEADROOM..]);
+        }
+        for _ in 0..64 {
+            buf.clear();
+            buf.resize(HEADROOM, 0);
+            let Some(t) = b.poll_transmit(now, &mut buf) else { break };
+            a.handle_packet(now, t.src, t.dst, 0, &buf[HEADROOM..]);
+        }
+        while a.poll_event().is_some() {}
+        while let Some((_, e)) = b.poll_event() {
+            if e == SockEvent::Incoming {
+                *s = b.accept(l);
+            }
+        }
+        while a.send(now, c, &chunk).unwrap_or(0) > 0 {}
+        if let Some(s) = *s {
+            while b.recv_discard(now, s, 1 << 20).is_ok_and(|n| n > 0) {}
+        }
+        if a.poll_timeout().is_some_and(|t| t <= now) {
+            a.handle_timeout(now);
+        }
+        if b.poll_timeout().is_some_and(|t| t <= now) {
+            b.handle_timeout(now);
+        }
+    };
+    for _ in 0..20_000 {
+        now = now + Duration::from_micros(100);
+        step(now, &mut a, &mut b, &mut s);
+    }
+    let got0 = b.info(s.unwrap()).unwrap().bytes_received;
+    let mem0 = (a.socket_memory(c).unwrap(), b.socket_memory(s.unwrap()).unwrap());
+    let mut max_mem = mem0;
+    for _ in 0..20_000 {
+        now = now + Duration::from_micros(100);
+        step(now, &mut a, &mut b, &mut s);
+        let m = (a.socket_memory(c).unwrap(), b.socket_memory(s.unwrap()).unwrap());
+        max_mem = (max_mem.0.max(m.0), max_mem.1.max(m.1));
+    }
+    let segs = (b.info(s.unwrap()).unwrap().bytes_received - got0) / 1448;
+    eprintln!("{segs} segments; memory {mem0:?} -> max {max_mem:?}");
+    assert!(segs > 50_000, "{segs}");
+    assert_eq!(max_mem, mem0, "buffers kept growing in steady state");
+}
