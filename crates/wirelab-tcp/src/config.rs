@@ -35,6 +35,17 @@ impl CongestionAlgo {
     }
 }
 
+/// Which era's `tcp_rcv_space_adjust()` grows the receive buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RcvSpaceStyle {
+    /// Up to 3.14: `space = max(space, 2·copied)`, `window_clamp = space`.
+    Legacy,
+    /// 3.15 to 4.18: `2·copied + 16·advmss`, ×1.5 or ×2 when the rate grew 25 % / 50 %.
+    Steps,
+    /// 4.19 and later: `2·copied + 16·advmss` plus twice the relative growth.
+    Modern,
+}
+
 /// A configuration string that could not be applied.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
@@ -121,6 +132,8 @@ pub struct TcpConfig {
     pub tcp_congestion_control: CongestionAlgo,
     /// `net.ipv4.tcp_moderate_rcvbuf`: receive-buffer autotuning.
     pub tcp_moderate_rcvbuf: bool,
+    /// The era's autotuning rule (profile constant).
+    pub rcv_space_style: RcvSpaceStyle,
     /// `net.ipv4.tcp_slow_start_after_idle` (RFC 2861 cwnd validation).
     pub tcp_slow_start_after_idle: bool,
     /// `net.ipv4.tcp_no_metrics_save`. wirelab never caches per-destination metrics, i.e.
@@ -234,6 +247,7 @@ impl TcpConfig {
             tcp_window_scaling: true,
             tcp_congestion_control: CongestionAlgo::Cubic,
             tcp_moderate_rcvbuf: true,
+            rcv_space_style: RcvSpaceStyle::Modern,
             tcp_slow_start_after_idle: true,
             tcp_no_metrics_save: true,
             tcp_adv_win_scale: 1,
@@ -275,6 +289,7 @@ impl TcpConfig {
             "linux-6" | "default" => {}
             "linux-4.6" => {
                 c.profile = "linux-4.6";
+                c.rcv_space_style = RcvSpaceStyle::Steps;
                 c.tcp_rmem = [4096, 87380, 6291456];
                 c.hz = 250;
                 c.somaxconn = 128;
@@ -282,6 +297,7 @@ impl TcpConfig {
             }
             "linux-3.14" => {
                 c.profile = "linux-3.14";
+                c.rcv_space_style = RcvSpaceStyle::Legacy;
                 c.tcp_rmem = [4096, 87380, 6291456];
                 c.hz = 250;
                 c.somaxconn = 128;
@@ -290,6 +306,7 @@ impl TcpConfig {
             }
             "linux-2.6.37" => {
                 c.profile = "linux-2.6.37";
+                c.rcv_space_style = RcvSpaceStyle::Legacy;
                 c.tcp_rmem = [4096, 87380, 4194304];
                 c.tcp_wmem = [4096, 16384, 4194304];
                 c.rmem_max = 131071;
@@ -306,6 +323,7 @@ impl TcpConfig {
             }
             "linux-2.2" => {
                 c.profile = "linux-2.2";
+                c.rcv_space_style = RcvSpaceStyle::Legacy;
                 // 2.2 had no tcp_rmem/tcp_wmem; net.core.{r,w}mem_default was 64 KiB.
                 c.tcp_rmem = [4096, 65535, 65535];
                 c.tcp_wmem = [4096, 65535, 65535];
@@ -330,6 +348,7 @@ impl TcpConfig {
             "freebsd-4.10" => {
                 // Approximation: Linux machinery with FreeBSD 4.x defaults (docs/tcp.md).
                 c.profile = "freebsd-4.10";
+                c.rcv_space_style = RcvSpaceStyle::Legacy;
                 c.tcp_rmem = [4096, 65536, 65536];
                 c.tcp_wmem = [4096, 32768, 32768];
                 c.rmem_max = 262144;

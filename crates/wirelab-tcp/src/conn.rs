@@ -9,7 +9,7 @@
 //! Segments are MSS-sized (no TSO/GSO). cwnd and the scoreboard count packets, as Linux.
 use crate::api::{SockError, SockOpt, SocketId, TcpInfo, TcpState};
 use crate::cc::{CaEvent, CaState, CcSock, CongCtl, TCP_INFINITE_SSTHRESH};
-use crate::config::{CongestionAlgo, TcpConfig};
+use crate::config::{CongestionAlgo, RcvSpaceStyle, TcpConfig};
 use crate::ring::Ring;
 use crate::wire::{self, flags, SackBlocks, SeqNumber, TcpRepr};
 use std::collections::VecDeque;
@@ -2359,23 +2359,71 @@ impl Conn {
             return;
         }
         let copied = self.copied_seq.dist(self.rcvq_seq);
-        if copied > self.rcvq_space {
-            if cfg.tcp_moderate_rcvbuf && !self.rcvbuf_locked {
-                let mut rcvwin = (copied as u64) * 2 + 16 * self.advmss as u64;
-                let grow = rcvwin * (copied - self.rcvq_space) as u64 / self.rcvq_space.max(1) as u64;
-                rcvwin += grow * 2;
-                let rcvbuf = (cfg.space_from_win(rcvwin.min(i64::MAX as u64 / 4) as i64).max(0) as u64)
-                    .min(cfg.tcp_rmem[2] as u64) as u32;
-                if rcvbuf > self.rcvbuf {
-                    self.rcvbuf = rcvbuf;
-                    let mut clamp = cfg.win_from_space(rcvbuf as i64).max(0) as u32;
-                    if self.user_window_clamp != 0 {
-                        clamp = clamp.min(self.user_window_clamp);
+        let tune = cfg.tcp_moderate_rcvbuf && !self.rcvbuf_locked;
+        // (new rcvbuf, new window_clamp) per era; our receive memory counts payload, so
+        // "rcvbuf for a window w" is tcp_space_from_win(w) throughout
+        let mut grow_to: Option<(u64, u64)> = None;
+        match cfg.rcv_space_style {
+            RcvSpaceStyle::Legacy => {
+                // <= 3.14: space = max(space, 2 * copied); window_clamp = space
+                let space = self.rcvq_space.max(copied.saturating_mul(2));
+                if space != self.rcvq_space {
+                    self.rcvq_space = space;
+                    if tune {
+                        let buf = cfg.space_from_win(space as i64).max(0) as u64;
+                        grow_to = Some((buf, space as u64));
                     }
-                    self.window_clamp = clamp.min(65535u32 << self.rcv_wscale);
                 }
             }
-            self.rcvq_space = copied;
+            RcvSpaceStyle::Steps => {
+                // 3.15 - 4.18: 2 * copied + 16 MSS, x1.5 / x2 when the rate grew 25 / 50 %
+                if copied > self.rcvq_space {
+                    if tune {
+                        let sp = self.rcvq_space as u64;
+                        let c = copied as u64;
+                        let mut rcvwin = c * 2 + 16 * self.advmss as u64;
+                        if c >= sp + (sp >> 2) {
+                            if c >= sp + (sp >> 1) {
+                                rcvwin <<= 1;
+                            } else {
+                                rcvwin += rcvwin >> 1;
+                            }
+                        }
+                        let buf = cfg.space_from_win(rcvwin.min(u32::MAX as u64) as i64).max(0) as u64;
+                        grow_to = Some((buf, rcvwin));
+                    }
+                    self.rcvq_space = copied;
+                }
+            }
+            RcvSpaceStyle::Modern => {
+                // 4.19+: 2 * copied + 16 MSS plus twice the relative growth
+                if copied > self.rcvq_space {
+                    if tune {
+                        let mut rcvwin = (copied as u64) * 2 + 16 * self.advmss as u64;
+                        let grow = rcvwin * (copied - self.rcvq_space) as u64 / self.rcvq_space.max(1) as u64;
+                        rcvwin += grow * 2;
+                        let buf = cfg.space_from_win(rcvwin.min(i64::MAX as u64 / 4) as i64).max(0) as u64;
+                        grow_to = Some((buf, u64::MAX));
+                    }
+                    self.rcvq_space = copied;
+                }
+            }
+        }
+        if let Some((buf, clamp)) = grow_to {
+            let rcvbuf = buf.min(cfg.tcp_rmem[2] as u64) as u32;
+            if rcvbuf > self.rcvbuf {
+                self.rcvbuf = rcvbuf;
+                // make the window clamp follow along
+                let mut clamp = if clamp == u64::MAX {
+                    cfg.win_from_space(rcvbuf as i64).max(0) as u32
+                } else {
+                    clamp.min(u32::MAX as u64) as u32
+                };
+                if self.user_window_clamp != 0 {
+                    clamp = clamp.min(self.user_window_clamp);
+                }
+                self.window_clamp = clamp.min(65535u32 << self.rcv_wscale);
+            }
         }
         self.rcvq_seq = self.copied_seq;
         self.rcvq_time = now;

@@ -60,6 +60,6 @@ mod tests;
 
 pub use api::{SockError, SockOpt, SocketId, TcpInfo, TcpState};
 pub use cc::CaState;
-pub use config::{ConfigError, CongestionAlgo, CubicParams, TcpConfig};
+pub use config::{ConfigError, CongestionAlgo, CubicParams, RcvSpaceStyle, TcpConfig};
 pub use endpoint::TcpEndpoint;
 pub use wirelab_core::SockEvent;

@@ -1050,3 +1050,21 @@ fn spurious_rto_is_undone_by_timestamps() {
     assert!(after.undo_count > before.undo_count, "{after:?}");
     assert!(after.ssthresh >= before.ssthresh.min(before.cwnd) * 7 / 10, "{before:?} {after:?}");
 }
+
+/// Receive autotuning grows the buffer under every era's rule, with different clamps.
+#[test]
+fn autotuning_styles_per_profile() {
+    for prof in ["linux-6", "linux-4.6", "linux-3.14", "linux-2.6.37"] {
+        let cfg = TcpConfig::profile(prof).unwrap();
+        let mut p = Pair::new(TcpConfig::default(), cfg, 100_000_000, ms(25), 1000, 130);
+        let (c, s) = p.connect(80);
+        p.sinks.push((false, s, 0, false));
+        p.bulk.push((true, c, u64::MAX));
+        p.run_for(Duration::from_secs(3));
+        let ib = p.b.info(s).unwrap();
+        let goodput = ib.bytes_received as f64 * 8.0 / 3.0;
+        eprintln!("{prof}: rcvbuf {} window_clamp {} goodput {:.1} Mbit/s", ib.rcvbuf, ib.window_clamp, goodput / 1e6);
+        assert!(ib.rcvbuf > 4 * TcpConfig::profile(prof).unwrap().tcp_rmem[1], "{prof}: {ib:?}");
+        assert!(goodput > 50e6, "{prof}: {goodput}");
+    }
+}
