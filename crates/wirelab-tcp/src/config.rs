@@ -157,7 +157,8 @@ pub struct TcpConfig {
     pub tcp_early_retrans: u32,
     /// `net.ipv4.tcp_recovery` (stored; RACK not yet implemented).
     pub tcp_recovery: u32,
-    /// `net.ipv4.tcp_frto` (stored; F-RTO not yet implemented).
+    /// `net.ipv4.tcp_frto`: F-RTO spurious-timeout detection (RFC 5682); 1 and 2 both
+    /// select the SACK-enhanced variant as Linux does.
     pub tcp_frto: u32,
     /// `net.ipv4.tcp_thin_linear_timeouts` (stored for the thin-stream issue).
     pub tcp_thin_linear_timeouts: bool,

@@ -172,6 +172,13 @@ pub(crate) struct Conn {
     reord_seen: u32,
     undo_count: u32,
     dsack_count: u32,
+    /// F-RTO (RFC 5682) in progress (`tp->frto`).
+    frto: bool,
+    /// F-RTO step 2b: send new data instead of retransmitting (`REXMIT_NEW`), this ACK.
+    rexmit_new: bool,
+    /// Per-ACK `FLAG_ORIG_SACK_ACKED` / `FLAG_DATA_SACKED`.
+    flag_orig_sack_acked: bool,
+    flag_data_sacked: bool,
     tp: CcSock,
     cc: CongCtl,
     is_cwnd_limited: bool,
@@ -358,6 +365,10 @@ impl Conn {
             reord_seen: 0,
             undo_count: 0,
             dsack_count: 0,
+            frto: false,
+            rexmit_new: false,
+            flag_orig_sack_acked: false,
+            flag_data_sacked: false,
             tp,
             cc,
             is_cwnd_limited: false,
@@ -1076,6 +1087,9 @@ impl Conn {
         }
         let mut una_advanced = false;
         let mut win_update = false;
+        self.rexmit_new = false;
+        self.flag_orig_sack_acked = false;
+        self.flag_data_sacked = false;
         if ack.after(prior_snd_una) {
             una_advanced = true;
             self.retransmits = 0;
@@ -1138,6 +1152,9 @@ impl Conn {
                     last_ackt = Some(seg.xmit);
                     if seg.seq.before(reord) {
                         reord = seg.seq;
+                    }
+                    if !seg.end.after(self.high_seq) {
+                        self.flag_orig_sack_acked = true;
                     }
                 }
                 if seg.fin {
@@ -1385,11 +1402,15 @@ impl Conn {
                     if s.seq.before(prior_fack) && s.seq.before(reord) {
                         reord = s.seq;
                     }
+                    if !s.end.after(self.high_seq) {
+                        self.flag_orig_sack_acked = true;
+                    }
                 }
                 if self.sacked_out == 0 || s.seq.after(self.highest_sack) {
                     self.highest_sack = s.seq;
                 }
                 f |= SACKED_ACKED;
+                self.flag_data_sacked = true;
                 self.rtx[k].sacked = f;
                 self.sacked_out += 1;
                 newly += 1;
@@ -1523,11 +1544,11 @@ impl Conn {
     }
 
     /// `tcp_try_undo_loss()` (no F-RTO).
-    fn try_undo_loss(&mut self, now: Instant) -> bool {
-        if self.may_undo() {
+    fn try_undo_loss(&mut self, now: Instant, frto_undo: bool) -> bool {
+        if frto_undo || self.may_undo() {
             self.undo_cwnd_reduction(now, true);
             self.retransmits = 0;
-            if self.sack_ok {
+            if frto_undo || self.sack_ok {
                 self.set_ca_state(CaState::Open);
             }
             return true;
@@ -1768,11 +1789,33 @@ impl Conn {
                 }
             }
             CaState::Loss => {
-                // tcp_process_loss() without F-RTO
-                if una_advanced && self.try_undo_loss(now) {
+                // tcp_process_loss()
+                let recovered = !self.snd_una.before(self.high_seq);
+                if una_advanced && self.try_undo_loss(now, false) {
                     return;
                 }
-                if !self.snd_una.before(self.high_seq) {
+                if self.frto {
+                    // F-RTO, RFC 5682 3.1 (SACK-enhanced). Step 3.b: the timeout was
+                    // spurious if never-retransmitted data is (S)ACKed.
+                    if self.flag_orig_sack_acked && self.try_undo_loss(now, true) {
+                        return;
+                    }
+                    if self.snd_nxt.after(self.high_seq) {
+                        // step 3.a: loss was real
+                        if self.flag_data_sacked || num_dupack > 0 {
+                            self.frto = false;
+                        }
+                    } else if una_advanced && !recovered {
+                        self.high_seq = self.snd_nxt;
+                        // step 2.b: send new data first (after cwnd grows on this ACK)
+                        if self.has_unsent() && (self.snd_una + self.snd_wnd).after(self.snd_nxt) {
+                            self.rexmit_new = true;
+                            return;
+                        }
+                        self.frto = false;
+                    }
+                }
+                if recovered {
                     self.try_undo_recovery(now);
                     return;
                 }
@@ -1849,6 +1892,9 @@ impl Conn {
 
     /// `tcp_enter_loss()` on RTO.
     fn enter_loss(&mut self, cfg: &TcpConfig, now: Instant) {
+        let new_recovery = self.ca_state < CaState::Recovery;
+        // F-RTO step 1: only outside a recovery, or on a recurring timeout of the same data
+        self.frto = cfg.tcp_frto > 0 && (new_recovery || self.retransmits > 0);
         // tcp_timeout_mark_lost()
         if !self.sack_ok {
             self.sacked_out = 0;
@@ -2792,6 +2838,16 @@ impl Conn {
                 return None;
             }
             _ => {}
+        }
+        if self.rexmit_new {
+            // tcp_xmit_recovery(REXMIT_NEW): new data first, Nagle off
+            if let Some(t) = self.write_xmit(cfg, now, buf, false) {
+                return Some(t);
+            }
+            if !self.snd_nxt.after(self.high_seq) {
+                self.frto = false;
+            }
+            self.rexmit_new = false;
         }
         if let Some(t) = self.xmit_retransmit_queue(cfg, now, buf) {
             return Some(t);

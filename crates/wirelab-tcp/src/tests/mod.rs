@@ -1068,3 +1068,32 @@ fn autotuning_styles_per_profile() {
         assert!(goodput > 50e6, "{prof}: {goodput}");
     }
 }
+
+/// Without timestamps, F-RTO (RFC 5682, `tcp_frto`) detects the spurious timeout by
+/// sending new data after the RTO retransmission: originals get ACKed, so it is undone.
+/// With `tcp_frto = 0` the sender goes back N.
+#[test]
+fn frto_detects_spurious_rto_without_timestamps() {
+    let mut res = Vec::new();
+    for frto in [2u32, 0] {
+        let mut cfg = TcpConfig::default();
+        cfg.tcp_timestamps = false;
+        cfg.tcp_frto = frto;
+        let mut p = Pair::new(cfg.clone(), cfg, 10_000_000, ms(20), 100, 121);
+        let (c, s) = p.connect(80);
+        p.sinks.push((false, s, 0, false));
+        p.bulk.push((true, c, u64::MAX));
+        p.run_for(Duration::from_secs(3));
+        let before = p.a.info(c).unwrap();
+        p.ba.delay = ms(700);
+        p.run_for(ms(50));
+        p.ba.delay = ms(20);
+        p.run_for(Duration::from_secs(2));
+        let after = p.a.info(c).unwrap();
+        eprintln!("frto={frto}: undo {} -> {}, retrans {} -> {}, cwnd {} -> {}", before.undo_count, after.undo_count, before.total_retrans, after.total_retrans, before.cwnd, after.cwnd);
+        res.push((after.undo_count - before.undo_count, after.total_retrans - before.total_retrans));
+    }
+    assert!(res[0].0 >= 1, "F-RTO undid the spurious RTO: {res:?}");
+    assert_eq!(res[1].0, 0);
+    assert!(res[0].1 < res[1].1, "F-RTO avoids go-back-N: {res:?}");
+}
