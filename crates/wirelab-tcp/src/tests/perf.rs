@@ -145,7 +145,7 @@ fn bench_engine_segments_per_second() {
 /// allocator is not available; the hot path is allocation-free by construction and this
 /// guards the buffers that could grow).
 #[test]
-fn steady_state_does_not_allocate() {
+fn steady_state_memory_is_constant() {
     use crate::{SockEvent, TcpEndpoint};
     use std::net::SocketAddrV4;
     use wirelab_core::{Rng, HEADROOM};
