@@ -75,10 +75,49 @@ pub enum SockOpt {
     QuickAck(bool),
     /// `IP_TOS`: the TOS byte of every segment this socket sends (DSCP for classifiers).
     Tos(u8),
-    /// `TCP_THIN_LINEAR_TIMEOUTS` (stored for the thin-stream mechanisms).
+    /// `TCP_THIN_LINEAR_TIMEOUTS`: linear RTO for the first `TCP_THIN_LINEAR_RETRIES`
+    /// timeouts of a thin stream. On if this or `net.ipv4.tcp_thin_linear_timeouts` is set.
     ThinLinearTimeouts(bool),
-    /// `TCP_THIN_DUPACK` (stored for the thin-stream mechanisms).
+    /// `TCP_THIN_DUPACK`: fast retransmit on the first duplicate ACK of a thin stream. On
+    /// if this or `net.ipv4.tcp_thin_dupack` is set.
     ThinDupack(bool),
+    /// `TCP_MAXSEG`: clamps the advertised and the used MSS (`rx_opt.user_mss`). Only
+    /// before the SYN / SYN-ACK is sent (right after `connect`, or on a listener);
+    /// later `InvalidState`. Values outside 88..=65535 are `BadOption`; 0 clears it.
+    MaxSeg(u16),
+    /// Per-socket `net.ipv4.tcp_early_retrans` mode 0–4 (a wirelab extension; Linux has
+    /// only the sysctl). Overrides the host value for this socket.
+    EarlyRetrans(u8),
+    /// Redundant data bundling for this socket (the 2015 patch's `TCP_RDB`, extended
+    /// with the variant). Overrides `net.ipv4.tcp_rdb`.
+    Rdb(crate::config::RdbMode),
+}
+
+/// Receiver-side advertised-window policy (rate control, seed 003). Installed per socket
+/// with [`crate::TcpEndpoint::set_rcv_window_policy`].
+///
+/// The engine calls [`limit`](Self::limit) each time it builds a window field (every
+/// segment it sends, SYN and SYN-ACK included; docs/tcp.md "Receive-window policy"), after
+/// Linux's `__tcp_select_window()` has produced its offer, including receiver SWS
+/// avoidance. A
+/// smaller answer replaces that offer as is: it is not rounded down to a multiple of the
+/// MSS nor turned into 0 below one MSS, so a policy may offer sub-MSS windows (the SWS
+/// cliff the thesis studies). It is only rounded *up* to the window-scale unit
+/// (`1 << rcv_wscale` bytes), as Linux rounds scaled windows, so the scaled field does not
+/// lose it. A larger answer than Linux's offer is ignored (the policy can only limit).
+/// Unless [`allow_retract`](Self::allow_retract) the right edge already offered is never
+/// moved left (`tcp_select_window()`), so a shrinking policy takes effect as the peer's
+/// data consumes the old window.
+pub trait RcvWindowPolicy: std::fmt::Debug {
+    /// Called for each arriving segment with `payload` data bytes (0 for pure ACKs is not reported).
+    fn on_data(&mut self, now: wirelab_core::Instant, payload: usize);
+    /// Called from window selection with the window Linux would offer (bytes, unscaled) and the
+    /// receive MSS; returns the window to offer (the engine still applies scaling/rounding).
+    fn limit(&mut self, now: wirelab_core::Instant, linux_window: u32, mss: u32) -> u32;
+    /// May the policy retract the right edge (thesis flag)? Default false: never-retract is kept.
+    fn allow_retract(&self) -> bool {
+        false
+    }
 }
 
 /// TCP states (RFC 9293 names, as `ss` prints them).
@@ -201,4 +240,24 @@ pub struct TcpInfo {
     pub snd_wscale: u8,
     /// Congestion-control algorithm name.
     pub congestion: &'static str,
+    /// The stream is thin now (`tcp_stream_is_thin()`: packets_out < 4 and not in
+    /// initial slow start).
+    pub thin: bool,
+    /// Retransmission timeouts that fired on this connection (`TCPTimeouts`-like count;
+    /// SYN timeouts included).
+    pub rto_count: u32,
+    /// Of those, timeouts re-armed linearly by `tcp_thin_linear_timeouts`.
+    pub thin_linear_timeouts: u32,
+    /// Fast retransmits triggered by the thin-stream rule (`tcp_thin_dupack`) alone.
+    pub thin_dupack_retrans: u32,
+    /// Early retransmits (RFC 5827, `tcp_early_retrans` 1–3) performed.
+    pub early_retrans: u32,
+    /// Tail loss probes sent (`TCPLossProbes`).
+    pub tlp_probes: u32,
+    /// Segments sent with redundantly bundled data (RDB).
+    pub rdb_packets: u32,
+    /// Bytes of already-sent data bundled into new segments (RDB).
+    pub rdb_bytes_bundled: u64,
+    /// Losses detected through RDB bundles that triggered a cwnd reduction (CWR).
+    pub rdb_loss_cwr: u32,
 }

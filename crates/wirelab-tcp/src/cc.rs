@@ -82,6 +82,12 @@ impl CcSock {
         self.snd_cwnd < self.snd_ssthresh
     }
 
+    /// `tcp_in_initial_slowstart()`: ssthresh still "infinite".
+    #[inline]
+    pub fn in_initial_slowstart(&self) -> bool {
+        self.snd_ssthresh >= TCP_INFINITE_SSTHRESH
+    }
+
     /// `tcp_slow_start()`: returns the leftover `acked` once ssthresh is reached.
     pub fn slow_start(&mut self, acked: u32) -> u32 {
         let cwnd = self.snd_cwnd.saturating_add(acked).min(self.snd_ssthresh);

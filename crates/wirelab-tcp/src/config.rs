@@ -46,6 +46,38 @@ pub enum RcvSpaceStyle {
     Modern,
 }
 
+/// Redundant data bundling (RDB) variant: `net.ipv4.tcp_rdb` / [`crate::SockOpt::Rdb`].
+///
+/// `tcp_rdb = 1` is the value of the 2015 patch's boolean sysctl; `2` is a wirelab
+/// extension selecting the original 2008 mechanism (docs/tcp.md "Thin streams").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RdbMode {
+    /// No bundling (0).
+    #[default]
+    Off,
+    /// The 2015 patch series (Opstad et al., IEEE LCN 2015, `net/ipv4/tcp_rdb.c`, 1):
+    /// bundle when the DPIFL thin test holds, up to `tcp_rdb_max_bytes` /
+    /// `tcp_rdb_max_packets` previous segments, and treat loss revealed by a bundle as
+    /// congestion (enter CWR).
+    Lcn2015,
+    /// The original thin-stream RDB (Evensen 2008, Petlund 2009, 2): when the stream is
+    /// thin (`tcp_stream_is_thin()`), put all unacknowledged data in front of a new
+    /// segment as long as the packet stays within one MSS; no congestion reaction.
+    Orig2008,
+}
+
+impl RdbMode {
+    /// From the sysctl value 0, 1 or 2.
+    pub fn from_sysctl(v: u32) -> Option<RdbMode> {
+        match v {
+            0 => Some(RdbMode::Off),
+            1 => Some(RdbMode::Lcn2015),
+            2 => Some(RdbMode::Orig2008),
+            _ => None,
+        }
+    }
+}
+
 /// A configuration string that could not be applied.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
@@ -153,17 +185,30 @@ pub struct TcpConfig {
     pub tcp_synack_retries: u32,
     /// `net.ipv4.tcp_fin_timeout`: FIN_WAIT2 lifetime of orphaned sockets.
     pub tcp_fin_timeout: Duration,
-    /// `net.ipv4.tcp_early_retrans` (stored for the RACK-TLP/ER issue; not yet acted on).
+    /// `net.ipv4.tcp_early_retrans` as in 3.x kernels: 0 off, 1 RFC 5827 early
+    /// retransmit, 2 ER delayed by a quarter RTT, 3 delayed ER + tail loss probe, 4 TLP
+    /// only. ER is disabled while RACK (`tcp_recovery` bit 0) is on, as in 4.4+.
     pub tcp_early_retrans: u32,
     /// `net.ipv4.tcp_recovery` (stored; RACK not yet implemented).
     pub tcp_recovery: u32,
     /// `net.ipv4.tcp_frto`: F-RTO spurious-timeout detection (RFC 5682); 1 and 2 both
     /// select the SACK-enhanced variant as Linux does.
     pub tcp_frto: u32,
-    /// `net.ipv4.tcp_thin_linear_timeouts` (stored for the thin-stream issue).
+    /// `net.ipv4.tcp_thin_linear_timeouts`: no RTO backoff for the first
+    /// `TCP_THIN_LINEAR_RETRIES` (6) timeouts of a thin stream.
     pub tcp_thin_linear_timeouts: bool,
-    /// `net.ipv4.tcp_thin_dupack` (stored for the thin-stream issue).
+    /// `net.ipv4.tcp_thin_dupack`: fast retransmit on the first dupACK of a thin stream
+    /// (Linux 2.6.34–4.12).
     pub tcp_thin_dupack: bool,
+    /// `net.ipv4.tcp_rdb` (0 off, 1 the 2015 patch, 2 the original 2008 RDB).
+    pub tcp_rdb: RdbMode,
+    /// `net.ipv4.tcp_rdb_max_bytes`: cap on a bundled packet's payload (0 = MSS only).
+    pub tcp_rdb_max_bytes: u32,
+    /// `net.ipv4.tcp_rdb_max_packets`: previous segments one packet may bundle (2015 RDB).
+    pub tcp_rdb_max_packets: u32,
+    /// `net.ipv4.tcp_thin_dpifl_itt_lower_bound` (µs, at least 10 000): the 2015 RDB's
+    /// thin test is `packets_in_flight < srtt / itt_lower_bound`.
+    pub tcp_thin_dpifl_itt_lower_bound_us: u32,
     /// `net.ipv4.ip_local_port_range`.
     pub ip_local_port_range: (u16, u16),
     /// `net.core.somaxconn`: ceiling for `listen()` backlogs.
@@ -263,6 +308,10 @@ impl TcpConfig {
             tcp_frto: 2,
             tcp_thin_linear_timeouts: false,
             tcp_thin_dupack: false,
+            tcp_rdb: RdbMode::Off,
+            tcp_rdb_max_bytes: 0,
+            tcp_rdb_max_packets: 1,
+            tcp_thin_dpifl_itt_lower_bound_us: 10_000,
             ip_local_port_range: (32768, 60999),
             somaxconn: 4096,
             prr: true,
@@ -423,11 +472,31 @@ impl TcpConfig {
             "tcp_syn_retries" => self.tcp_syn_retries = parse_u32(key, v)?.clamp(1, 127),
             "tcp_synack_retries" => self.tcp_synack_retries = parse_u32(key, v)?,
             "tcp_fin_timeout" => self.tcp_fin_timeout = Duration::from_secs(parse_u32(key, v)? as u64),
-            "tcp_early_retrans" => self.tcp_early_retrans = parse_u32(key, v)?.min(4),
+            "tcp_early_retrans" => {
+                let x = parse_u32(key, v)?;
+                if x > 4 {
+                    return Err(ConfigError::new(format!("{key}: expected 0..=4, got `{v}`")));
+                }
+                self.tcp_early_retrans = x;
+            }
             "tcp_recovery" => self.tcp_recovery = parse_u32(key, v)?,
             "tcp_frto" => self.tcp_frto = parse_u32(key, v)?.min(2),
             "tcp_thin_linear_timeouts" => self.tcp_thin_linear_timeouts = parse_bool(key, v)?,
             "tcp_thin_dupack" => self.tcp_thin_dupack = parse_bool(key, v)?,
+            "tcp_rdb" => {
+                self.tcp_rdb = RdbMode::from_sysctl(parse_u32(key, v)?).ok_or_else(|| {
+                    ConfigError::new(format!("{key}: expected 0 (off), 1 (2015 patch) or 2 (original 2008), got `{v}`"))
+                })?
+            }
+            "tcp_rdb_max_bytes" => self.tcp_rdb_max_bytes = parse_u32(key, v)?,
+            "tcp_rdb_max_packets" => self.tcp_rdb_max_packets = parse_u32(key, v)?,
+            "tcp_thin_dpifl_itt_lower_bound" => {
+                let x = parse_u32(key, v)?;
+                if x < 10_000 {
+                    return Err(ConfigError::new(format!("{key}: minimum is 10000 (µs), got `{v}`")));
+                }
+                self.tcp_thin_dpifl_itt_lower_bound_us = x;
+            }
             "somaxconn" => self.somaxconn = parse_u32(key, v)?,
             "ip_local_port_range" => {
                 let p: Vec<&str> = v.split_whitespace().collect();

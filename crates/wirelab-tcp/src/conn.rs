@@ -7,9 +7,9 @@
 //! (`tcp_timer.c`: `tcp_retransmit_timer`, `tcp_probe_timer`, `tcp_delack_timer_handler`).
 //!
 //! Segments are MSS-sized (no TSO/GSO). cwnd and the scoreboard count packets, as Linux.
-use crate::api::{SockError, SockOpt, SocketId, TcpInfo, TcpState};
+use crate::api::{RcvWindowPolicy, SockError, SockOpt, SocketId, TcpInfo, TcpState};
 use crate::cc::{CaEvent, CaState, CcSock, CongCtl, TCP_INFINITE_SSTHRESH};
-use crate::config::{CongestionAlgo, RcvSpaceStyle, TcpConfig};
+use crate::config::{CongestionAlgo, RcvSpaceStyle, RdbMode, TcpConfig};
 use crate::ring::Ring;
 use crate::wire::{self, flags, SackBlocks, SeqNumber, TcpRepr};
 use std::collections::VecDeque;
@@ -118,6 +118,14 @@ pub(crate) struct Conn {
     nodelay: bool,
     thin_lto: bool,
     thin_dupack: bool,
+    /// `TCP_MAXSEG` (`rx_opt.user_mss`), 0 = unset.
+    user_mss: u32,
+    /// Per-socket `tcp_early_retrans` mode (None: the host sysctl).
+    early_retrans_mode: Option<u8>,
+    /// Per-socket RDB mode (None: the host sysctl).
+    rdb_mode: Option<RdbMode>,
+    /// Receiver-side window policy (seed 003 rate control).
+    rcv_policy: Option<Box<dyn RcvWindowPolicy>>,
     sack_ok: bool,
     tstamp_ok: bool,
     wscale_ok: bool,
@@ -250,6 +258,14 @@ pub(crate) struct Conn {
     sk_timer: Option<(Instant, SkTimer)>,
 
     // ---- stats ----
+    rto_count: u32,
+    thin_lt_count: u32,
+    thin_dupack_count: u32,
+    er_count: u32,
+    tlp_count: u32,
+    rdb_packets: u32,
+    rdb_bytes: u64,
+    rdb_loss_cwr: u32,
     bytes_acked: u64,
     bytes_received: u64,
     segs_out: u64,
@@ -316,6 +332,10 @@ impl Conn {
             nodelay: false,
             thin_lto: false,
             thin_dupack: false,
+            user_mss: 0,
+            early_retrans_mode: None,
+            rdb_mode: None,
+            rcv_policy: None,
             sack_ok: false,
             tstamp_ok: false,
             wscale_ok: false,
@@ -430,6 +450,14 @@ impl Conn {
             xmit_timer: None,
             delack_timer: None,
             sk_timer: None,
+            rto_count: 0,
+            thin_lt_count: 0,
+            thin_dupack_count: 0,
+            er_count: 0,
+            tlp_count: 0,
+            rdb_packets: 0,
+            rdb_bytes: 0,
+            rdb_loss_cwr: 0,
             bytes_acked: 0,
             bytes_received: 0,
             segs_out: 0,
@@ -496,8 +524,9 @@ impl Conn {
         }
         self.peer_mss = syn.mss.map(|m| m as u32).unwrap_or(TCP_MSS_DEFAULT).max(TCP_MIN_MSS);
         let ts = if self.tstamp_ok { TCPOLEN_TSTAMP_ALIGNED } else { 0 };
-        // tcp_sync_mss: min(pmtu - 40, mss_clamp) minus option space
-        self.mss_cache = self.peer_mss.min(cfg.advmss()).saturating_sub(ts).max(48);
+        // tcp_sync_mss: min(pmtu - 40, mss_clamp) minus option space; advmss already
+        // includes TCP_MAXSEG (mss_clamp = min(user_mss, peer MSS))
+        self.mss_cache = self.peer_mss.min(self.advmss).saturating_sub(ts).max(48);
         // tcp_initialize_rcv_mss
         let hint = self.advmss.min(self.mss_cache).min(self.rcv_wnd.max(2 * TCP_MIN_MSS) / 2);
         self.rcv_mss = hint.clamp(TCP_MIN_MSS, TCP_MSS_DEFAULT);
@@ -600,11 +629,24 @@ impl Conn {
     }
 
     /// `tcp_select_window()`: computes the window field and records the new right edge.
-    /// Never retracts the right edge already offered.
-    fn select_window(&mut self, cfg: &TcpConfig) -> u16 {
+    /// Never retracts the right edge already offered (unless a [`RcvWindowPolicy`] that
+    /// allows it is installed).
+    fn select_window(&mut self, cfg: &TcpConfig, now: Instant) -> u16 {
         let cur_win = self.receive_window();
         let mut new_win = self.raw_select_window(cfg);
-        if new_win < cur_win {
+        let mut may_retract = false;
+        if let Some(p) = self.rcv_policy.as_mut() {
+            may_retract = p.allow_retract();
+            let lim = p.limit(now, new_win, self.rcv_mss);
+            if lim < new_win {
+                // The policy's value is offered as is: no MSS rounding and no receiver-SWS
+                // zeroing (the sub-MSS cliff is what seed 003 studies); only rounded up to
+                // the scale unit so that the scaled field does not lose it.
+                let unit = 1u32 << self.rcv_wscale;
+                new_win = lim.div_ceil(unit).saturating_mul(unit).min(new_win);
+            }
+        }
+        if new_win < cur_win && !may_retract {
             // Never shrink the offered window (tcp_shrink_window = 0).
             let unit = 1u32 << self.rcv_wscale;
             new_win = cur_win.div_ceil(unit) * unit;
@@ -787,6 +829,11 @@ impl Conn {
     /// `tcp_rcv_established`).
     pub fn process(&mut self, cfg: &TcpConfig, now: Instant, r: &TcpRepr, tos: u8, out: &mut Out) {
         self.segs_in += 1;
+        if !r.payload.is_empty() {
+            if let Some(p) = self.rcv_policy.as_mut() {
+                p.on_data(now, r.payload.len());
+            }
+        }
         let _ = tos;
         match self.state {
             TcpState::Closed | TcpState::Listen => {}
@@ -2616,8 +2663,40 @@ impl Conn {
             SockOpt::Tos(v) => self.tos = *v,
             SockOpt::ThinLinearTimeouts(v) => self.thin_lto = *v,
             SockOpt::ThinDupack(v) => self.thin_dupack = *v,
+            SockOpt::MaxSeg(v) => {
+                let v = *v as u32;
+                if v != 0 && v < TCP_MIN_MSS {
+                    return Err(SockError::BadOption);
+                }
+                // only while the SYN / SYN-ACK has not been sent yet
+                if !(matches!(self.state, TcpState::SynSent | TcpState::SynRecv) && self.tx_syn && !self.syn_retrans) {
+                    return Err(SockError::InvalidState);
+                }
+                self.user_mss = v;
+                self.advmss = if v != 0 { cfg.advmss().min(v) } else { cfg.advmss() };
+                if self.state == TcpState::SynRecv {
+                    // the peer's SYN was already negotiated: redo tcp_sync_mss
+                    let ts = if self.tstamp_ok { TCPOLEN_TSTAMP_ALIGNED } else { 0 };
+                    self.mss_cache = self.peer_mss.min(self.advmss).saturating_sub(ts).max(48);
+                    let hint = self.advmss.min(self.mss_cache).min(self.rcv_wnd.max(2 * TCP_MIN_MSS) / 2);
+                    self.rcv_mss = hint.clamp(TCP_MIN_MSS, TCP_MSS_DEFAULT);
+                }
+                self.select_initial_window(cfg);
+            }
+            SockOpt::EarlyRetrans(v) => {
+                if *v > 4 {
+                    return Err(SockError::BadOption);
+                }
+                self.early_retrans_mode = Some(*v);
+            }
+            SockOpt::Rdb(m) => self.rdb_mode = Some(*m),
         }
         Ok(())
+    }
+
+    /// Installs or removes the receiver-side window policy.
+    pub fn set_rcv_window_policy(&mut self, p: Option<Box<dyn RcvWindowPolicy>>) {
+        self.rcv_policy = p;
     }
 
     /// `tcp_get_info()`.
@@ -2658,11 +2737,27 @@ impl Conn {
             rcv_wscale: self.rcv_wscale,
             snd_wscale: self.snd_wscale,
             congestion: self.cc.algo().name(),
+            thin: self.stream_is_thin(),
+            rto_count: self.rto_count,
+            thin_linear_timeouts: self.thin_lt_count,
+            thin_dupack_retrans: self.thin_dupack_count,
+            early_retrans: self.er_count,
+            tlp_probes: self.tlp_count,
+            rdb_packets: self.rdb_packets,
+            rdb_bytes_bundled: self.rdb_bytes,
+            rdb_loss_cwr: self.rdb_loss_cwr,
         }
     }
 
     fn current_rto(&self) -> Duration {
         self.rto
+    }
+
+    /// `tcp_stream_is_thin()` (include/net/tcp.h): fewer than four packets out and not in
+    /// initial slow start (ssthresh still infinite). `packets_out` counts SACKed and lost
+    /// segments too, unlike `tcp_packets_in_flight()`.
+    pub(crate) fn stream_is_thin(&self) -> bool {
+        self.packets_out < 4 && !self.tp.in_initial_slowstart()
     }
 
     // ------------------------------------------------------------------------------------
@@ -3129,9 +3224,13 @@ impl Conn {
                 r.timestamp = Some((self.ts_now(now), if synack { self.ts_recent } else { 0 }));
             }
             // RFC 7323: the window in a SYN is never scaled
+            if let Some(p) = self.rcv_policy.as_mut() {
+                let lim = p.limit(now, self.rcv_wnd, self.rcv_mss);
+                self.rcv_wnd = self.rcv_wnd.min(lim);
+            }
             r.window = self.rcv_wnd.min(65535) as u16;
         } else {
-            r.window = self.select_window(cfg);
+            r.window = self.select_window(cfg, now);
             if self.tstamp_ok {
                 r.timestamp = Some((self.ts_now(now), self.ts_recent));
             }

@@ -515,6 +515,8 @@ impl TcpEndpoint {
                     crate::config::CongestionAlgo::from_name(n).map_err(|_| SockError::BadOption)?;
                 }
                 SockOpt::WindowClamp(0) => return Err(SockError::BadOption),
+                SockOpt::MaxSeg(v) if *v != 0 && *v < 88 => return Err(SockError::BadOption),
+                SockOpt::EarlyRetrans(v) if *v > 4 => return Err(SockError::BadOption),
                 _ => {}
             }
             l.opts.retain(|o| core::mem::discriminant(o) != core::mem::discriminant(&opt));
@@ -527,6 +529,25 @@ impl TcpEndpoint {
         self.touch(s.0);
         self.clean_heap();
         r
+    }
+
+    /// Installs (or with `None` removes) a receiver-side advertised-window policy on a
+    /// connection. It applies from the next segment sent; installed right after
+    /// [`connect`](Self::connect) it also limits the SYN's window. Listeners cannot carry
+    /// one (`InvalidState`): install it on the accepted socket.
+    pub fn set_rcv_window_policy(
+        &mut self,
+        s: SocketId,
+        p: Option<Box<dyn crate::api::RcvWindowPolicy>>,
+    ) -> Result<(), SockError> {
+        match self.slots.get_mut(s.0 as usize) {
+            Some(Slot::Conn(c)) => {
+                c.set_rcv_window_policy(p);
+                Ok(())
+            }
+            Some(Slot::Listener(_)) => Err(SockError::InvalidState),
+            _ => Err(SockError::InvalidSocket),
+        }
     }
 
     /// `getsockopt(TCP_INFO)`; `None` for listeners and freed sockets.

@@ -58,8 +58,8 @@ pub mod wire;
 #[cfg(test)]
 mod tests;
 
-pub use api::{SockError, SockOpt, SocketId, TcpInfo, TcpState};
+pub use api::{RcvWindowPolicy, SockError, SockOpt, SocketId, TcpInfo, TcpState};
 pub use cc::CaState;
-pub use config::{ConfigError, CongestionAlgo, CubicParams, RcvSpaceStyle, TcpConfig};
+pub use config::{ConfigError, CongestionAlgo, CubicParams, RcvSpaceStyle, RdbMode, TcpConfig};
 pub use endpoint::TcpEndpoint;
 pub use wirelab_core::SockEvent;

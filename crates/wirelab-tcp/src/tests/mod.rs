@@ -2,6 +2,7 @@
 //! receive-window, RTO and delayed-ACK machinery.
 mod pair;
 mod perf;
+mod thin;
 
 use crate::wire::flags;
 use crate::{SockError, SockEvent, SockOpt, TcpConfig, TcpState};
