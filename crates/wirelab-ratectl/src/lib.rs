@@ -55,3 +55,5 @@ pub use probe::{ControlMode, RateProbe, RateSnapshot, UdpState};
 pub use table::{render_tcp_rate, render_udp_rate, tcp_states, TcpRateRow, UdpRateRow};
 pub use tcp::TcpRateController;
 pub use udp::{UdpRatePolicy, UdpVerdict};
+#[cfg(test)]
+mod model_test;

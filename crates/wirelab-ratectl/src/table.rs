@@ -35,6 +35,24 @@ pub mod tcp_states {
     pub const LISTEN: u8 = 10;
     /// `TCP_CLOSING`
     pub const CLOSING: u8 = 11;
+
+    /// The Linux number of a `wirelab_tcp` state.
+    pub fn from_tcp(s: wirelab_tcp::TcpState) -> u8 {
+        use wirelab_tcp::TcpState::*;
+        match s {
+            Established => ESTABLISHED,
+            SynSent => SYN_SENT,
+            SynRecv => SYN_RECV,
+            FinWait1 => FIN_WAIT1,
+            FinWait2 => FIN_WAIT2,
+            TimeWait => TIME_WAIT,
+            Closed => CLOSE,
+            CloseWait => CLOSE_WAIT,
+            LastAck => LAST_ACK,
+            Listen => LISTEN,
+            Closing => CLOSING,
+        }
+    }
 }
 
 /// One `/proc/net/tcp_rate` row.
