@@ -203,7 +203,7 @@ fn parse_class(key: &str, v: &str) -> Result<Option<u32>, String> {
 }
 
 fn fmt_secs(d: Duration) -> String {
-    if d.as_nanos() % 1_000_000_000 == 0 {
+    if d.as_nanos().checked_rem(1_000_000_000) == Some(0) {
         (d.as_nanos() / 1_000_000_000).to_string()
     } else {
         format!("{}us", d.as_micros())
@@ -310,7 +310,7 @@ impl RateConfig {
             b(self.debug),
             t(self.acceptable_tcp),
             t(self.control_udp),
-            if self.chunk.as_nanos() % 1000 == 0 { self.chunk.as_micros().to_string() } else { format!("{}ns", self.chunk.as_nanos()) },
+            if self.chunk.as_nanos().checked_rem(1000) == Some(0) { self.chunk.as_micros().to_string() } else { format!("{}ns", self.chunk.as_nanos()) },
             fmt_secs(self.udp_drop_time),
             fmt_secs(self.udp_warn_time),
             self.cbq_class.map_or("0".to_string(), |c| format!("{:x}:{:x}", c >> 16, c & 0xffff)),

@@ -31,8 +31,11 @@ pub enum AgingMode {
     /// On each arrival / query (no timer; seed-systems.md §4.6 default).
     #[default]
     Lazy,
-    /// Only from [`RateMeter::tick`], which the driver calls every [`RATE_AGE_PERIOD`]
-    /// (the thesis's implementation).
+    /// As the thesis's global timer firing at every multiple of [`RATE_AGE_PERIOD`]:
+    /// a socket is aged at the first tick at least `idle` after its last arrival. The
+    /// driver need not run the timer: each call that carries `now` first applies the
+    /// ticks that have passed (the meter cannot change between them, so the result is the
+    /// same), and [`RateMeter::tick`] lets a driver fire it explicitly.
     Timer,
 }
 
@@ -96,6 +99,22 @@ pub struct RateMeter {
     resets: u64,
 }
 
+/// The last aging-timer tick at or before `now` (ticks at multiples of [`RATE_AGE_PERIOD`]).
+pub fn last_tick(now: Instant) -> Instant {
+    let p = RATE_AGE_PERIOD.as_nanos();
+    Instant::from_nanos(now.as_nanos() / p * p)
+}
+
+/// Whether a meter whose last arrival was `last` has been aged by `now`.
+pub(crate) fn aged_by(last: Option<Instant>, now: Instant, idle: Duration, aging: AgingMode) -> bool {
+    let Some(last) = last else { return false };
+    let at = match aging {
+        AgingMode::Lazy => now,
+        AgingMode::Timer => last_tick(now),
+    };
+    at >= last && at.saturating_since(last) >= idle
+}
+
 fn scale(count: u64, nominal: Duration, elapsed: Duration) -> u64 {
     if elapsed.as_nanos() == 0 {
         return count;
@@ -151,9 +170,7 @@ impl RateMeter {
     /// `tcp_data_queue()` appends to the receive queue: the arrival is counted first, then
     /// the chunk is tested for completion.
     pub fn on_arrival(&mut self, now: Instant, bytes: u64) -> bool {
-        if self.cfg.aging == AgingMode::Lazy {
-            self.age(now);
-        }
+        self.catch_up(now);
         let start = *self.cur_start.get_or_insert(now);
         self.cur_bytes = self.cur_bytes.saturating_add(bytes);
         self.cur_pkts = self.cur_pkts.saturating_add(1);
@@ -207,6 +224,22 @@ impl RateMeter {
             }
             _ => false,
         }
+    }
+
+    /// Applies the aging due by `now` under the configured [`AgingMode`]: lazy ages at
+    /// `now`, timer at the last tick ≤ `now`. Returns true if the history was zeroed.
+    pub fn catch_up(&mut self, now: Instant) -> bool {
+        if self.would_age(now) {
+            self.reset();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Would [`catch_up`](Self::catch_up) at `now` zero the history?
+    pub fn would_age(&self, now: Instant) -> bool {
+        aged_by(self.last_arrival, now, self.cfg.idle, self.cfg.aging)
     }
 
     /// The timer variant's periodic scan (thesis: every [`RATE_AGE_PERIOD`]). Ages the
@@ -401,6 +434,24 @@ mod test {
         assert!(m.tick(ms(5000)));
         assert_eq!(m.rate_bytes_per_sec(), 0);
         assert_eq!(m.filled(), 0);
+    }
+
+    #[test]
+    fn timer_mode_ages_at_the_tick_grid_without_a_driver() {
+        let mut m = RateMeter::new(MeterConfig { aging: AgingMode::Timer, ..Default::default() });
+        burst(&mut m); // last arrival at 500 ms
+        // Ticks at 2 s (1.5 s idle: no) and 4 s (3.5 s idle: yes).
+        assert!(!m.would_age(ms(3999)));
+        assert!(m.would_age(ms(4000)));
+        // An arrival at 3.9 s: no tick has aged the socket yet.
+        let mut n = m.clone();
+        n.on_arrival(ms(3900), 1000);
+        assert_eq!(n.resets(), 0);
+        // An arrival at 4.1 s finds the history zeroed by the 4 s tick.
+        m.on_arrival(ms(4100), 1000);
+        assert_eq!(m.resets(), 1);
+        assert_eq!(m.filled(), 0);
+        assert_eq!(last_tick(ms(4100)), ms(4000));
     }
 
     #[test]

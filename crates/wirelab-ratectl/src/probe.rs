@@ -8,8 +8,9 @@
 //! stays `Send` (threaded Python sweeps); the lock is never contended and no thread is ever
 //! started here. A poisoned lock is read through, never a panic.
 use crate::config::RateTarget;
+use crate::meter::{aged_by, AgingMode};
 use std::sync::{Arc, Mutex};
-use wirelab_core::Instant;
+use wirelab_core::{Duration, Instant};
 
 /// UDP state machine states (thesis §5.2.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -62,7 +63,13 @@ pub struct RateSnapshot {
     pub chunks_filled: u32,
     /// When the rate was last recomputed.
     pub last_update: Option<Instant>,
-    /// Payload bytes and packets counted so far.
+    /// Last arrival counted (None after aging).
+    pub last_arrival: Option<Instant>,
+    /// The meter's idle interval.
+    pub idle: Duration,
+    /// The meter's aging mode.
+    pub aging: AgingMode,
+    /// Payload bytes counted so far.
     pub bytes: u64,
     /// Packets counted so far.
     pub pkts: u64,
@@ -93,6 +100,20 @@ impl RateSnapshot {
     pub fn rate_pps(&self) -> u64 {
         self.rate_milli_pps / 1000
     }
+
+    /// This snapshot as the meter would show it at `now`: if aging is due (the socket has
+    /// been idle and no call has reached the controller since), the rate and history read
+    /// as zero, as the thesis's `/proc/net/*_rate` would after its aging timer.
+    pub fn aged(&self, now: Instant) -> RateSnapshot {
+        let mut s = *self;
+        if aged_by(s.last_arrival, now, s.idle, s.aging) {
+            s.rate_bytes_per_sec = 0;
+            s.rate_milli_pps = 0;
+            s.chunks_filled = 0;
+            s.last_arrival = None;
+        }
+        s
+    }
 }
 
 /// Cloneable handle to a controller's published [`RateSnapshot`].
@@ -108,6 +129,12 @@ impl RateProbe {
     /// The latest published snapshot.
     pub fn snapshot(&self) -> RateSnapshot {
         *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The latest snapshot, aged to `now` (see [`RateSnapshot::aged`]): use this for rate
+    /// tables, since an idle controller is not called and cannot update itself.
+    pub fn snapshot_at(&self, now: Instant) -> RateSnapshot {
+        self.snapshot().aged(now)
     }
 
     pub(crate) fn publish(&self, s: &RateSnapshot) {

@@ -15,7 +15,7 @@
 //! the window (seed-systems.md §4.6).
 use crate::config::{RateConfig, RateTarget};
 use crate::hook::RcvWindowPolicy;
-use crate::meter::{AgingMode, RateMeter};
+use crate::meter::RateMeter;
 use crate::policy::{StepTrigger, WindowPolicy};
 use crate::probe::{ControlMode, RateProbe, RateSnapshot};
 use wirelab_core::Instant;
@@ -96,8 +96,8 @@ impl TcpRateController {
         &self.policy
     }
 
-    /// The thesis's 2-second aging scan, for [`AgingMode::Timer`] (call every
-    /// [`crate::RATE_AGE_PERIOD`]); harmless in lazy mode.
+    /// Fires the aging scan at `now` (the thesis's 2-second timer). Optional: both aging
+    /// modes also catch up on their own at the next call carrying `now`.
     pub fn tick(&mut self, now: Instant) {
         if self.meter.tick(now) {
             self.publish();
@@ -126,6 +126,9 @@ impl TcpRateController {
         self.snap.last_update = self.meter.last_update();
         self.snap.bytes = bytes;
         self.snap.pkts = pkts;
+        self.snap.last_arrival = self.meter.last_arrival();
+        self.snap.idle = self.meter.config().idle;
+        self.snap.aging = self.meter.config().aging;
         self.snap.policy_window = self.policy.window();
         self.snap.shrinks = shrinks;
         self.snap.grows = grows;
@@ -164,9 +167,7 @@ impl RcvWindowPolicy for TcpRateController {
     }
 
     fn limit(&mut self, now: Instant, linux_window: u32, mss: u32) -> u32 {
-        if self.cfg.aging == AgingMode::Lazy {
-            self.meter.age(now);
-        }
+        self.meter.catch_up(now);
         let mut w = match self.mode() {
             ControlMode::Off | ControlMode::Important => linux_window,
             ControlMode::Fixed => self.cfg.fixed_window.unwrap_or(linux_window).min(linux_window),
@@ -312,5 +313,33 @@ mod test {
         let w = c.limit(ms(3000), 65535, 1460);
         assert_eq!(c.probe().snapshot().rate_bytes_per_sec, 0);
         assert_eq!(w, shrunk + 1460);
+    }
+
+    #[test]
+    fn probe_table_view_ages_idle_controller() {
+        for timer in [false, true] {
+            let mut k = cfg("1mbit");
+            if timer {
+                k.set_sysctl("net.ipv4.rate_aging", "timer").unwrap();
+            }
+            let mut c = TcpRateController::new(&k);
+            let probe = c.probe();
+            feed(&mut c, 0, 1001, 65535); // last arrival at 1000 ms
+            assert!(probe.snapshot_at(ms(2999)).rate_bytes_per_sec > 1_000_000);
+            // Lazy: aged 2 s after the last arrival; timer: at the next 2 s tick after that.
+            let due = if timer { 4000 } else { 3000 };
+            assert!(probe.snapshot_at(ms(due - 1)).rate_bytes_per_sec > 0, "timer={timer}");
+            assert_eq!(probe.snapshot_at(ms(due)).rate_bytes_per_sec, 0, "timer={timer}");
+            // The raw snapshot is what the controller last published.
+            assert!(probe.snapshot().rate_bytes_per_sec > 0);
+        }
+    }
+
+    #[test]
+    fn controller_and_probe_are_send() {
+        fn is_send<T: Send>() {}
+        is_send::<TcpRateController>();
+        is_send::<RateProbe>();
+        is_send::<crate::UdpRatePolicy>();
     }
 }

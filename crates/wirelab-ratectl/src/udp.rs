@@ -18,7 +18,7 @@
 //! Every arrival, dropped or not, is counted by the meter: it is the sender's rate that
 //! is judged.
 use crate::config::{RateConfig, RateTarget};
-use crate::meter::{AgingMode, RateMeter};
+use crate::meter::RateMeter;
 use crate::probe::{ControlMode, RateProbe, RateSnapshot, UdpState};
 use wirelab_core::{Duration, Instant};
 
@@ -96,7 +96,7 @@ impl UdpRatePolicy {
         &self.meter
     }
 
-    /// Timer-variant aging (see [`crate::RateMeter::tick`]).
+    /// Fires the aging scan at `now` (see [`crate::RateMeter::tick`]); optional.
     pub fn tick(&mut self, now: Instant) {
         if self.meter.tick(now) {
             self.publish();
@@ -122,6 +122,9 @@ impl UdpRatePolicy {
         self.snap.last_update = self.meter.last_update();
         self.snap.bytes = bytes;
         self.snap.pkts = pkts;
+        self.snap.last_arrival = self.meter.last_arrival();
+        self.snap.idle = self.meter.config().idle;
+        self.snap.aging = self.meter.config().aging;
         self.snap.target = self.limit;
         self.snap.udp_state = Some(self.state);
         self.snap.mode = if !self.enabled || self.limit.is_none() {
@@ -136,9 +139,6 @@ impl UdpRatePolicy {
 
     /// One arriving datagram of `len` bytes at `now`: the verdict and the state change.
     pub fn on_datagram(&mut self, now: Instant, len: usize) -> UdpVerdict {
-        if self.meter.config().aging == AgingMode::Lazy {
-            self.meter.age(now);
-        }
         self.meter.on_arrival(now, len as u64);
         let v = if !self.enabled || self.important {
             UdpVerdict::Deliver
