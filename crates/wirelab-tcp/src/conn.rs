@@ -55,14 +55,29 @@ pub(crate) struct Out<'a> {
     pub rst: &'a mut VecDeque<RstSpec>,
 }
 
-/// The `icsk_retransmit_timer` kinds (`ICSK_TIME_*`). Later issues add `LossProbe` and
-/// `ReoTimeout` here.
+/// The `icsk_retransmit_timer` kinds (`ICSK_TIME_*`): one timer, one pending kind, as in
+/// Linux 3.x. RACK's `ReoTimeout` is not modelled yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum XmitTimer {
     /// `ICSK_TIME_RETRANS`: RTO (also SYN/SYN-ACK retransmission).
     Retrans,
     /// `ICSK_TIME_PROBE0`: zero-window probe.
     Probe0,
+    /// `ICSK_TIME_EARLY_RETRANS`: delayed early retransmit (`tcp_early_retrans` 2, 3).
+    EarlyRetrans,
+    /// `ICSK_TIME_LOSS_PROBE`: tail loss probe (`tcp_early_retrans` 3, 4).
+    LossProbe,
+}
+
+/// `TCP_THIN_LINEAR_RETRIES`: linear timeouts for at most this many retransmissions.
+pub(crate) const TCP_THIN_LINEAR_RETRIES: u32 = 6;
+
+/// Which rule of `tcp_time_to_recover()` fired (for the thin-stream counters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RecoverTrigger {
+    Classic,
+    ThinDupack,
+    EarlyRetrans,
 }
 
 /// The socket timer (`sk_timer`) kinds.
@@ -82,6 +97,9 @@ struct TxSeg {
     fin: bool,
     sacked: u8,
     xmit: Instant,
+    /// Start of the data the last transmission carried (`tx.rdb_start_seq` of the RDB
+    /// patch): before `seq` when older bytes were bundled in front (RDB).
+    rdb_start: SeqNumber,
     // tcp_rate.c per-skb state
     first_tx: Instant,
     delivered_mstamp: Instant,
@@ -184,6 +202,12 @@ pub(crate) struct Conn {
     frto: bool,
     /// F-RTO step 2b: send new data instead of retransmitting (`REXMIT_NEW`), this ACK.
     rexmit_new: bool,
+    /// Early retransmit turned off after reordering was seen (`tcp_disable_early_retrans`).
+    er_disabled: bool,
+    /// `tlp_high_seq`: snd_nxt when a TLP retransmission was sent (None = no episode).
+    tlp_high_seq: Option<SeqNumber>,
+    /// The loss-probe timer fired: send a probe at the next transmit opportunity.
+    tx_tlp: bool,
     /// Per-ACK `FLAG_ORIG_SACK_ACKED` / `FLAG_DATA_SACKED`.
     flag_orig_sack_acked: bool,
     flag_data_sacked: bool,
@@ -387,6 +411,9 @@ impl Conn {
             dsack_count: 0,
             frto: false,
             rexmit_new: false,
+            er_disabled: false,
+            tlp_high_seq: None,
+            tx_tlp: false,
             flag_orig_sack_acked: false,
             flag_data_sacked: false,
             tp,
@@ -797,14 +824,23 @@ impl Conn {
     fn reset_xmit_timer(&mut self, cfg: &TcpConfig, now: Instant, kind: XmitTimer, d: Duration) {
         self.xmit_timer = Some((timer_at(cfg, now, d.min(cfg.rto_max)), kind));
     }
-    /// `tcp_rearm_rto()`.
+    /// `tcp_rearm_rto()`. When an early-retransmit or loss-probe timer is pending, the RTO
+    /// keeps counting from the head's transmission instead of restarting.
     fn rearm_rto(&mut self, cfg: &TcpConfig, now: Instant) {
         if self.packets_out == 0 {
-            if matches!(self.xmit_timer, Some((_, XmitTimer::Retrans))) {
+            if matches!(self.xmit_timer, Some((_, XmitTimer::Retrans | XmitTimer::EarlyRetrans | XmitTimer::LossProbe))) {
                 self.xmit_timer = None;
             }
         } else {
-            let rto = self.rto;
+            let mut rto = self.rto;
+            if matches!(self.xmit_timer, Some((_, XmitTimer::EarlyRetrans | XmitTimer::LossProbe))) {
+                if let Some(h) = self.rtx.front() {
+                    let left = (h.xmit + rto).saturating_since(now);
+                    if left > Duration::ZERO {
+                        rto = left;
+                    }
+                }
+            }
             self.reset_xmit_timer(cfg, now, XmitTimer::Retrans, rto);
         }
     }
@@ -948,6 +984,10 @@ impl Conn {
             self.window_clamp = self.window_clamp.min(self.user_window_clamp);
         }
         self.rcv_ssthresh = self.rcv_ssthresh.min(self.window_clamp);
+        // tcp_initialize_rcv_mss(), now that rcv_wnd is known (negotiate() ran before the
+        // initial window was chosen on the passive side)
+        let hint = self.advmss.min(self.mss_cache).min(self.rcv_wnd / 2).min(TCP_MSS_DEFAULT);
+        self.rcv_mss = hint.max(TCP_MIN_MSS);
         self.rcvq_space = self.rcv_ssthresh.min(self.rcv_wnd).min(cfg.init_cwnd * self.advmss);
         self.max_window = self.max_window.max(self.snd_wnd);
     }
@@ -1132,6 +1172,10 @@ impl Conn {
             self.send_ack_now = true;
             return;
         }
+        // tcp_ack(): any valid ACK cancels a pending early-retransmit or loss-probe timer
+        if matches!(self.xmit_timer, Some((_, XmitTimer::EarlyRetrans | XmitTimer::LossProbe))) {
+            self.rearm_rto(cfg, now);
+        }
         let mut una_advanced = false;
         let mut win_update = false;
         self.rexmit_new = false;
@@ -1167,6 +1211,12 @@ impl Conn {
             sack_rtt = rtt;
             dsack_seen = ds;
         }
+        // RDB (2015 patch, rdb_ack_event): loss revealed by a bundle means congestion
+        let rdb_lost = if ack.after(prior_snd_una) && self.rdb_mode(cfg) == RdbMode::Lcn2015 {
+            self.rdb_check_rtx_queue_loss(ack)
+        } else {
+            0
+        };
         // tcp_clean_rtx_queue()
         let mut acked_pkts = 0u32;
         let mut first_ackt: Option<Instant> = None;
@@ -1285,7 +1335,9 @@ impl Conn {
         // timers: tcp_set_xmit_timer() on FLAG_ACKED
         if acked_pkts > 0 {
             self.rearm_rto(cfg, now);
-            if self.packets_out == 0 && matches!(self.xmit_timer, Some((_, XmitTimer::Retrans))) {
+            if self.packets_out == 0
+                && matches!(self.xmit_timer, Some((_, XmitTimer::Retrans | XmitTimer::EarlyRetrans | XmitTimer::LossProbe)))
+            {
                 self.xmit_timer = None;
             }
         }
@@ -1317,6 +1369,17 @@ impl Conn {
             }
             let acked_sacked = if self.sack_ok { delivered_now } else { delivered_now.max(num_dupack) };
             self.cong_control(cfg, now, acked_sacked, una_advanced, acked_pkts > 0);
+        }
+        if rdb_lost > 0 && self.state != TcpState::Closed {
+            self.rdb_loss_cwr += 1;
+            self.enter_cwr(cfg, now);
+        }
+        if self.tlp_high_seq.is_some() {
+            let not_dup = !r.payload.is_empty() || win_update || acked_pkts > 0;
+            self.process_tlp_ack(cfg, now, ack, una_advanced || not_dup || newly_sacked > 0, dsack_seen);
+        }
+        if matches!(self.xmit_timer, Some((_, XmitTimer::Retrans))) {
+            self.schedule_loss_probe(cfg, now);
         }
 
         // state transitions on our FIN being ACKed
@@ -1490,6 +1553,8 @@ impl Conn {
             self.reordering = metric.div_ceil(mss).min(cfg.tcp_max_reordering);
         }
         self.reord_seen += 1;
+        // tcp_update_reordering(): reordering makes early retransmit unsafe
+        self.er_disabled = true;
     }
 
     /// `tcp_rate_skb_delivered()`: remember the most recently sent delivered segment.
@@ -1619,14 +1684,226 @@ impl Conn {
         false
     }
 
-    /// `tcp_time_to_recover()`. The thin-stream (`tcp_thin_dupack`) and early-retransmit
-    /// triggers of older kernels belong here.
-    fn time_to_recover(&self) -> bool {
+    /// `tcp_time_to_recover()` (3.x form): proven loss, the dupthresh rule, the thin-stream
+    /// rule (`tcp_thin_dupack`, 2.6.34–4.12) and RFC 5827 early retransmit (3.5–4.13).
+    /// Linux's "Trick#4" (all but a few of a tiny window SACKed and nothing to send) is
+    /// not modelled: it can only fire with `tcp_reordering` above 3.
+    fn time_to_recover(&mut self, cfg: &TcpConfig, now: Instant) -> Option<RecoverTrigger> {
         if self.lost_out > 0 {
-            return true;
+            return Some(RecoverTrigger::Classic);
         }
-        // tcp_dupack_heuristics() = sacked_out + 1 (no FACK)
-        self.sacked_out + 1 > self.reordering
+        // tcp_dupack_heuristics() = sacked_out + 1 (no FACK; with FACK, fackets_out > 1
+        // holds exactly when sacked_out >= 1 too, so the thin rule is unaffected)
+        let dupack_heuristics = self.sacked_out + 1;
+        if dupack_heuristics > self.reordering {
+            return Some(RecoverTrigger::Classic);
+        }
+        // If a thin stream is detected, retransmit after the first dupACK; only with SACK
+        // (spurious-retransmission corner cases) and with nothing unsent (tcp_send_head).
+        if (self.thin_dupack || cfg.tcp_thin_dupack)
+            && self.stream_is_thin()
+            && dupack_heuristics > 1
+            && self.sack_ok
+            && !self.has_unsent()
+        {
+            return Some(RecoverTrigger::ThinDupack);
+        }
+        // Trick#6: early retransmit, RFC 5827, with Mitigation A.3 (delay) for modes 2, 3.
+        if self.do_early_retrans(cfg)
+            && self.retrans_out == 0
+            && self.sacked_out > 0
+            && self.packets_out > self.sacked_out
+            && self.packets_out < 4
+            && !self.may_send_now()
+        {
+            return if self.pause_early_retransmit(cfg, now) { None } else { Some(RecoverTrigger::EarlyRetrans) };
+        }
+        None
+    }
+
+    /// The `tcp_early_retrans` mode in force (socket override or sysctl).
+    fn early_retrans_mode(&self, cfg: &TcpConfig) -> u32 {
+        self.early_retrans_mode.map_or(cfg.tcp_early_retrans, |m| m as u32)
+    }
+
+    /// `tp->do_early_retrans` (`tcp_enable_early_retrans()`, 3.10–4.3; 4.4+ also needs RACK
+    /// off): modes 1–3, not with the `tcp_thin_dupack` sysctl, only at the default
+    /// `tcp_reordering` of 3, and off for good once reordering was seen.
+    fn do_early_retrans(&self, cfg: &TcpConfig) -> bool {
+        let m = self.early_retrans_mode(cfg);
+        (1..=3).contains(&m)
+            && !cfg.tcp_thin_dupack
+            && cfg.tcp_reordering == 3
+            && cfg.tcp_recovery & 1 == 0
+            && !self.er_disabled
+    }
+
+    /// `tcp_pause_early_retransmit()`: modes 2 and 3 defer the early retransmit by
+    /// max(srtt/4, 2 ms) unless the RTO would fire first. True when deferred.
+    fn pause_early_retransmit(&mut self, cfg: &TcpConfig, now: Instant) -> bool {
+        let m = self.early_retrans_mode(cfg);
+        if !(2..=3).contains(&m) || self.srtt_us == 0 {
+            return false;
+        }
+        let delay = round_jiffies(cfg, Duration::from_micros((self.srtt_us >> 5) as u64)).max(round_jiffies(cfg, Duration::from_millis(2)));
+        let Some((t, _)) = self.xmit_timer else { return false };
+        if t <= timer_at(cfg, now, delay) {
+            return false;
+        }
+        self.reset_xmit_timer(cfg, now, XmitTimer::EarlyRetrans, delay);
+        true
+    }
+
+    /// `tcp_resume_early_retransmit()`: the ER delay expired without an ACK.
+    fn resume_early_retransmit(&mut self, cfg: &TcpConfig, now: Instant) {
+        self.rearm_rto(cfg, now);
+        if !self.do_early_retrans(cfg) || self.packets_out == 0 || self.ca_state >= CaState::Recovery {
+            return;
+        }
+        self.er_count += 1;
+        self.enter_recovery(cfg, now);
+        self.update_scoreboard(true);
+    }
+
+    /// `tcp_may_send_now()`: the head of the unsent queue passes the cwnd, receive-window
+    /// and Nagle tests.
+    fn may_send_now(&self) -> bool {
+        if !self.has_unsent() || self.fin_sent {
+            return false;
+        }
+        let mss = self.mss_cache;
+        let unsent = self.unsent();
+        let len = unsent.min(mss);
+        let with_fin = self.fin_queued && len == unsent;
+        if self.in_flight() >= self.tp.snd_cwnd && !(with_fin && len == 0) {
+            return false;
+        }
+        if (self.snd_nxt + len + with_fin as u32).after(self.snd_una + self.snd_wnd) {
+            return false;
+        }
+        if len < mss && !with_fin && !self.nodelay && self.packets_out > 0 {
+            let minshall = self.snd_sml.after(self.snd_una) && !self.snd_sml.after(self.snd_nxt);
+            if minshall {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// `tcp_schedule_loss_probe()` (3.10–4.12): arm the probe timeout (PTO) instead of the
+    /// RTO in Open state, for SACK connections limited by cwnd or by the application.
+    /// PTO = max(2·srtt, 10 ms), with one packet out at least 1.5·srtt + `TCP_DELACK_MAX`,
+    /// and never later than the RTO. Needs RACK off here (see docs/tcp.md).
+    fn schedule_loss_probe(&mut self, cfg: &TcpConfig, now: Instant) {
+        if !matches!(self.xmit_timer, Some((_, XmitTimer::Retrans))) {
+            return;
+        }
+        if self.early_retrans_mode(cfg) < 3
+            || cfg.tcp_recovery & 1 != 0
+            || self.srtt_us == 0
+            || self.packets_out == 0
+            || !self.sack_ok
+            || self.ca_state != CaState::Open
+            || !matches!(self.state, TcpState::Established | TcpState::CloseWait | TcpState::FinWait1 | TcpState::LastAck)
+        {
+            return;
+        }
+        if self.tp.snd_cwnd > self.in_flight() && self.has_unsent() {
+            return;
+        }
+        // in whole jiffies, as 3.14 computes it from its jiffy-based srtt (`!rtt` -> none)
+        let jn = cfg.jiffy().as_nanos().max(1);
+        let rtt_j = (self.srtt_us >> 3) as u64 * 1000 / jn;
+        if rtt_j == 0 {
+            return;
+        }
+        let mut timeout_j = rtt_j * 2;
+        if self.packets_out == 1 {
+            timeout_j = timeout_j.max(rtt_j + (rtt_j >> 1) + cfg.delack_max.as_nanos().div_ceil(jn));
+        }
+        timeout_j = timeout_j.max(10_000_000u64.div_ceil(jn));
+        let tlp_at = timer_at(cfg, now, Duration::from_nanos(timeout_j * jn));
+        if let Some((rto_at, _)) = self.xmit_timer {
+            if tlp_at > rto_at {
+                if rto_at > now {
+                    self.xmit_timer = Some((rto_at, XmitTimer::LossProbe));
+                }
+                return;
+            }
+        }
+        self.xmit_timer = Some((tlp_at, XmitTimer::LossProbe));
+    }
+
+    /// `tcp_process_tlp_ack()`: a TLP episode ends with the probe's dupACK (the tail got
+    /// through: no loss) or with an ACK beyond `tlp_high_seq` (the probe repaired a
+    /// loss: reduce cwnd once, via CWR).
+    fn process_tlp_ack(&mut self, cfg: &TcpConfig, now: Instant, ack: SeqNumber, not_dup: bool, dsack: bool) {
+        let Some(h) = self.tlp_high_seq else { return };
+        if ack == h && !not_dup {
+            self.tlp_high_seq = None;
+            return;
+        }
+        if ack.after(h) {
+            self.tlp_high_seq = None;
+            if !dsack {
+                // tcp_init_cwnd_reduction + CWR + tcp_end_cwnd_reduction + try_keep_open
+                self.enter_cwr(cfg, now);
+                self.end_cwnd_reduction();
+                self.set_ca_state(CaState::Open);
+                self.try_to_open();
+            }
+        }
+    }
+
+    /// `tcp_enter_cwr()`: reduce cwnd without retransmitting (PRR paces it); no undo.
+    fn enter_cwr(&mut self, cfg: &TcpConfig, now: Instant) {
+        self.prior_ssthresh = 0;
+        if self.ca_state < CaState::Cwr {
+            self.undo_marker = None;
+            self.high_seq = self.snd_nxt;
+            self.tlp_high_seq = None;
+            self.tp.snd_cwnd_cnt = 0;
+            self.prior_cwnd = self.tp.snd_cwnd;
+            self.prr_delivered = 0;
+            self.prr_out = 0;
+            self.sync_tp(cfg, now);
+            let tp = self.tp;
+            self.tp.snd_ssthresh = self.cc.ssthresh(&tp);
+            if !cfg.prr {
+                self.tp.snd_cwnd = self.tp.snd_ssthresh.max(1);
+            }
+            self.set_ca_state(CaState::Cwr);
+        }
+    }
+
+    /// The RDB mode in force (socket override or sysctl).
+    fn rdb_mode(&self, cfg: &TcpConfig) -> RdbMode {
+        self.rdb_mode.unwrap_or(cfg.tcp_rdb)
+    }
+
+    /// `rdb_check_rtx_queue_loss()` (2015 RDB patch): if the segment this ACK exactly
+    /// covers was sent with older data bundled in front and older segments are still in
+    /// the queue, those are presumed lost (one ACK per packet is expected).
+    fn rdb_check_rtx_queue_loss(&self, ack: SeqNumber) -> u32 {
+        let mut lost = 0;
+        for (k, s) in self.rtx.iter().enumerate() {
+            if s.end.after(ack) {
+                break;
+            }
+            if s.end == ack {
+                if s.rdb_start == s.seq || k == 0 {
+                    break;
+                }
+                for p in self.rtx.iter().take(k).rev() {
+                    if p.seq.before(s.rdb_start) {
+                        break;
+                    }
+                    lost += 1;
+                }
+                break;
+            }
+        }
+        lost
     }
 
     /// `tcp_current_ssthresh()`.
@@ -1643,6 +1920,7 @@ impl Conn {
         self.init_undo();
         self.prior_ssthresh = self.current_ssthresh();
         self.high_seq = self.snd_nxt;
+        self.tlp_high_seq = None;
         self.tp.snd_cwnd_cnt = 0;
         self.prior_cwnd = self.tp.snd_cwnd;
         self.prr_delivered = 0;
@@ -1829,7 +2107,7 @@ impl Conn {
                 self.identify_packet_loss(una_advanced);
                 if self.ca_state != CaState::Recovery {
                     // undone: start a new recovery only if loss is evident
-                    if !self.time_to_recover() {
+                    if self.time_to_recover(cfg, now).is_none() {
                         return;
                     }
                     self.enter_recovery(cfg, now);
@@ -1882,9 +2160,14 @@ impl Conn {
                     self.try_undo_dsack(now);
                 }
                 self.identify_packet_loss(una_advanced);
-                if !self.time_to_recover() {
-                    self.try_to_open();
-                    return;
+                match self.time_to_recover(cfg, now) {
+                    None => {
+                        self.try_to_open();
+                        return;
+                    }
+                    Some(RecoverTrigger::ThinDupack) => self.thin_dupack_count += 1,
+                    Some(RecoverTrigger::EarlyRetrans) => self.er_count += 1,
+                    Some(RecoverTrigger::Classic) => {}
                 }
                 self.enter_recovery(cfg, now);
                 fast_rexmit = true;
@@ -2772,6 +3055,8 @@ impl Conn {
                 match kind {
                     XmitTimer::Retrans => self.retransmit_timer(cfg, now, out),
                     XmitTimer::Probe0 => self.probe_timer(cfg, now),
+                    XmitTimer::EarlyRetrans => self.resume_early_retransmit(cfg, now),
+                    XmitTimer::LossProbe => self.loss_probe_timer(cfg, now),
                 }
             }
         }
@@ -2848,6 +3133,7 @@ impl Conn {
                     return;
                 }
                 self.retransmits += 1;
+                self.rto_count += 1;
                 self.syn_retrans = true;
                 self.total_retrans += 1;
                 self.tx_syn = true;
@@ -2873,12 +3159,39 @@ impl Conn {
             return;
         }
         self.enter_loss(cfg, now);
+        self.tlp_high_seq = None;
         self.retransmits += 1;
         self.backoff += 1;
-        // Linear timeouts for thin streams (tcp_thin_linear_timeouts) hook in here.
-        self.rto = (self.rto * 2).min(cfg.rto_max);
+        self.rto_count += 1;
+        // Linear timeouts (tcp_thin_linear_timeouts, 2.6.34+): a thin stream keeps the
+        // un-backed-off RTO (recomputed, srtt + rttvar) for its first
+        // TCP_THIN_LINEAR_RETRIES retransmissions, then backs off exponentially. Checked
+        // after tcp_enter_loss(), so ssthresh is finite and only packets_out < 4 matters.
+        if self.state == TcpState::Established
+            && (self.thin_lto || cfg.tcp_thin_linear_timeouts)
+            && self.stream_is_thin()
+            && self.retransmits <= TCP_THIN_LINEAR_RETRIES
+            && self.srtt_us != 0
+        {
+            self.backoff = 0;
+            self.rto = self.base_rto(cfg);
+            self.thin_lt_count += 1;
+        } else {
+            self.rto = (self.rto * 2).min(cfg.rto_max);
+        }
         let rto = self.rto;
         self.reset_xmit_timer(cfg, now, XmitTimer::Retrans, rto);
+    }
+
+    /// `tcp_send_loss_probe()` (timer side): re-arm the RTO and let the next transmit
+    /// opportunity send the probe.
+    fn loss_probe_timer(&mut self, cfg: &TcpConfig, now: Instant) {
+        if self.packets_out == 0 {
+            return;
+        }
+        let rto = self.rto;
+        self.reset_xmit_timer(cfg, now, XmitTimer::Retrans, rto);
+        self.tx_tlp = true;
     }
 
     /// `tcp_probe_timer()`: zero-window probe.
@@ -2936,7 +3249,7 @@ impl Conn {
         }
         if self.rexmit_new {
             // tcp_xmit_recovery(REXMIT_NEW): new data first, Nagle off
-            if let Some(t) = self.write_xmit(cfg, now, buf, false) {
+            if let Some(t) = self.write_xmit(cfg, now, buf, false, false) {
                 return Some(t);
             }
             if !self.snd_nxt.after(self.high_seq) {
@@ -2944,16 +3257,22 @@ impl Conn {
             }
             self.rexmit_new = false;
         }
+        if self.tx_tlp {
+            self.tx_tlp = false;
+            if let Some(t) = self.send_loss_probe(cfg, now, buf) {
+                return Some(t);
+            }
+        }
         if let Some(t) = self.xmit_retransmit_queue(cfg, now, buf) {
             return Some(t);
         }
         if self.tx_wakeup {
             self.tx_wakeup = false;
-            if let Some(t) = self.write_xmit(cfg, now, buf, true) {
+            if let Some(t) = self.write_xmit(cfg, now, buf, true, false) {
                 return Some(t);
             }
         }
-        if let Some(t) = self.write_xmit(cfg, now, buf, false) {
+        if let Some(t) = self.write_xmit(cfg, now, buf, false, false) {
             return Some(t);
         }
         if self.tx_probe {
@@ -3011,6 +3330,7 @@ impl Conn {
             let m = &mut self.rtx[k];
             m.sacked |= SACKED_RETRANS | EVER_RETRANS;
             m.xmit = now;
+            m.rdb_start = m.seq;
         }
         self.retrans_out += 1;
         self.total_retrans += 1;
@@ -3069,12 +3389,97 @@ impl Conn {
         self.snd_cwnd_stamp = now;
     }
 
+    /// `tcp_send_loss_probe()` (3.10–4.12): new data if any can go (cwnd ignored, Nagle
+    /// off), else, once per episode, the last segment again. 3.x sends that copy with
+    /// `__tcp_retransmit_skb()`, i.e. without marking it retransmitted, and records
+    /// `tlp_high_seq` to tell later whether the probe repaired a loss.
+    fn send_loss_probe(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        if self.has_unsent() && !self.fin_sent {
+            let t = self.write_xmit(cfg, now, buf, false, true);
+            if t.is_some() {
+                self.tlp_count += 1;
+            }
+            return t;
+        }
+        if self.tlp_high_seq.is_some() {
+            return None;
+        }
+        let s = *self.rtx.back()?;
+        let len = s.data_len();
+        if len == 0 {
+            return None; // a probe with zero data does not trigger fast recovery
+        }
+        if let Some(m) = self.rtx.back_mut() {
+            m.xmit = now;
+            m.rdb_start = m.seq;
+        }
+        self.tlp_high_seq = Some(self.snd_nxt);
+        self.tlp_count += 1;
+        let mut fl = flags::ACK | flags::PSH;
+        if s.fin {
+            fl |= flags::FIN;
+        }
+        let off = s.seq.dist(self.snd_buf_seq);
+        Some(self.emit(cfg, now, buf, s.seq, fl, off, len, false))
+    }
+
+    /// `tcp_stream_is_thin_dpifl()` (2015 RDB patch): packets in flight below
+    /// srtt / `tcp_thin_dpifl_itt_lower_bound`.
+    fn stream_is_thin_dpifl(&self, cfg: &TcpConfig) -> bool {
+        let lim = (self.srtt_us >> 3) as u64 / cfg.tcp_thin_dpifl_itt_lower_bound_us.max(1) as u64;
+        (self.in_flight() as u64) < lim
+    }
+
+    /// Redundant data bundling: where the packet carrying new segment `[seq, seq+len)`
+    /// may start (`seq` = no bundling). 2015 patch (`rdb_can_bundle_test()`): DPIFL thin
+    /// test, previous segments walked backwards while the payload stays within
+    /// min(MSS, `tcp_rdb_max_bytes`) and at most `tcp_rdb_max_packets` are added. Original
+    /// 2008 RDB: `packets_out < 4` (the 2.6.23 patch's thin test, without the later
+    /// initial-slow-start clause) and as many previous segments as fit in one MSS.
+    fn rdb_bundle_start(&self, cfg: &TcpConfig, seq: SeqNumber, len: u32) -> SeqNumber {
+        let mode = self.rdb_mode(cfg);
+        if mode == RdbMode::Off || len == 0 || self.rtx.is_empty() {
+            return seq;
+        }
+        let thin = match mode {
+            RdbMode::Lcn2015 => self.stream_is_thin_dpifl(cfg),
+            _ => self.packets_out < 4,
+        };
+        if !thin {
+            return seq;
+        }
+        let mut max_payload = self.mss_cache;
+        if cfg.tcp_rdb_max_bytes > 0 {
+            max_payload = max_payload.min(cfg.tcp_rdb_max_bytes);
+        }
+        let max_pkts = if mode == RdbMode::Lcn2015 { cfg.tcp_rdb_max_packets } else { 0 };
+        let mut total = len;
+        let mut count = 1u32;
+        let mut start = seq;
+        for s in self.rtx.iter().rev() {
+            let sl = s.data_len();
+            if s.fin || total + sl > max_payload {
+                break;
+            }
+            if max_pkts > 0 && count > max_pkts {
+                break;
+            }
+            total += sl;
+            count += 1;
+            start = s.seq;
+        }
+        start
+    }
+
     /// `tcp_write_xmit()` for one segment: cwnd test, receive-window test, Nagle.
     ///
     /// With `wakeup` it acts as `tcp_write_wakeup()` from the persist timer: no cwnd or
     /// Nagle test, and the segment is cut to the (sub-MSS) window that is left, which
     /// the sender-side SWS rule otherwise refuses to fill.
-    fn write_xmit(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, wakeup: bool) -> Option<Transmit> {
+    ///
+    /// With `probe` it sends a tail loss probe (`push_one == 2`): cwnd and Nagle are
+    /// ignored and no new probe is scheduled.
+    fn write_xmit(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, wakeup: bool, probe: bool) -> Option<Transmit> {
         if !self.has_unsent() || self.fin_sent {
             return None;
         }
@@ -3101,7 +3506,7 @@ impl Conn {
         }
         // tcp_cwnd_test(): the final FIN alone is not held by cwnd
         let fin_only = with_fin && len == 0;
-        if self.in_flight() >= self.tp.snd_cwnd && !fin_only && !wakeup {
+        if self.in_flight() >= self.tp.snd_cwnd && !fin_only && !wakeup && !probe {
             self.cwnd_validate(cfg, now, true);
             return None;
         }
@@ -3114,7 +3519,7 @@ impl Conn {
             return None;
         }
         // tcp_nagle_test() with Minshall's check (tcp_minshall_check)
-        if len < mss && !with_fin && !self.nodelay && self.packets_out > 0 && !wakeup {
+        if len < mss && !with_fin && !self.nodelay && self.packets_out > 0 && !wakeup && !probe {
             let minshall = self.snd_sml.after(self.snd_una) && !self.snd_sml.after(self.snd_nxt);
             if minshall {
                 return None;
@@ -3130,12 +3535,15 @@ impl Conn {
             self.delivered_mstamp = now;
         }
         let seq = self.snd_nxt;
+        // RDB: the packet may start earlier than the new segment (never with a FIN)
+        let rdb_start = if with_fin { seq } else { self.rdb_bundle_start(cfg, seq, len) };
         let seg = TxSeg {
             seq,
             end,
             fin: with_fin,
             sacked: 0,
             xmit: now,
+            rdb_start,
             first_tx: self.first_tx_mstamp,
             delivered_mstamp: self.delivered_mstamp,
             delivered: self.delivered,
@@ -3154,7 +3562,9 @@ impl Conn {
             self.prr_out += 1;
         }
         // tcp_event_new_data_sent(): arm the RTO on the first outstanding packet
-        if prior_packets == 0 || matches!(self.xmit_timer, Some((_, XmitTimer::Probe0))) {
+        if prior_packets == 0
+            || matches!(self.xmit_timer, Some((_, XmitTimer::Probe0 | XmitTimer::EarlyRetrans | XmitTimer::LossProbe)))
+        {
             self.rearm_rto(cfg, now);
         }
         // tcp_event_data_sent(): interactive detection
@@ -3164,7 +3574,10 @@ impl Conn {
         self.lsndtime = now;
         let limited = self.in_flight() >= self.tp.snd_cwnd;
         self.cwnd_validate(cfg, now, limited);
-        let off = seq.dist(self.snd_buf_seq);
+        if !probe {
+            // tcp_write_xmit(): one loss probe per tail loss episode
+            self.schedule_loss_probe(cfg, now);
+        }
         let mut fl = flags::ACK;
         if with_fin {
             fl |= flags::FIN;
@@ -3172,7 +3585,13 @@ impl Conn {
         if len > 0 && len == unsent {
             fl |= flags::PSH;
         }
-        Some(self.emit(cfg, now, buf, seq, fl, off, len, false))
+        let bundled = seq.dist(rdb_start);
+        if bundled > 0 {
+            self.rdb_packets += 1;
+            self.rdb_bytes += bundled as u64;
+        }
+        let off = rdb_start.dist(self.snd_buf_seq);
+        Some(self.emit(cfg, now, buf, rdb_start, fl, off, len + bundled, false))
     }
 
     /// `tcp_cwnd_restart()`: RFC 2861 — halve cwnd per RTO of idleness, not below IW.
@@ -3287,6 +3706,7 @@ impl Conn {
             || self.tx_syn
             || self.tx_probe
             || self.tx_wakeup
+            || self.tx_tlp
             || (self.synchronized() && (self.has_unsent() || self.lost_out > self.retrans_out))
     }
 }
@@ -3310,6 +3730,11 @@ pub(crate) mod test_access {
         }
         pub fn t_set_rto(&mut self, cfg: &TcpConfig) {
             self.set_rto(cfg)
+        }
+        /// Leaves initial slow start (as after an earlier loss): sets cwnd and ssthresh.
+        pub fn t_set_cwnd(&mut self, cwnd: u32, ssthresh: u32) {
+            self.tp.snd_cwnd = cwnd;
+            self.tp.snd_ssthresh = ssthresh;
         }
     }
     impl Conn {

@@ -2,7 +2,7 @@
 //! (receive-window policy, `TCP_MAXSEG`).
 use super::pair::{parse, Pair, A_ADDR, B_ADDR};
 use crate::wire::flags;
-use crate::{RcvWindowPolicy, SockError, SockOpt, SocketId};
+use crate::{RcvWindowPolicy, SockError, SockOpt, SocketId, TcpConfig};
 use std::cell::RefCell;
 use std::net::SocketAddrV4;
 use std::rc::Rc;
@@ -154,4 +154,391 @@ fn maxseg_clamps_advertised_and_used_mss() {
     let sizes: Vec<usize> = cap.iter().filter(|x| x.1).map(|x| parse(&x.2).payload.len()).filter(|&n| n > 0).collect();
     assert_eq!(sizes.iter().sum::<usize>(), 5000);
     assert!(sizes.iter().all(|&n| n <= 588) && sizes[0] == 588, "{sizes:?}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Thin streams
+// ---------------------------------------------------------------------------------------
+
+/// linux-3.14 on both ends, 10 Mbit/s, 100 ms RTT; returns the pair and the two sockets
+/// (B drains into a sink, A has TCP_NODELAY as thin-stream applications do).
+fn thin_pair(cfg: TcpConfig, seed: u64) -> (Pair, SocketId, SocketId) {
+    let mut p = Pair::new(cfg.clone(), cfg, 10_000_000, ms(50), 100, seed);
+    let (c, s) = p.connect(80);
+    p.sinks.push((false, s, 0, false));
+    p.a.set_option(c, SockOpt::NoDelay(true)).unwrap();
+    // a few exchanges for a settled RTT estimate
+    for _ in 0..3 {
+        p.a.send(p.now, c, &[0u8; 100]).unwrap();
+        p.run_for(ms(300));
+    }
+    (p, c, s)
+}
+
+fn cfg314(kv: &[(&str, &str)]) -> TcpConfig {
+    let mut c = TcpConfig::profile("linux-3.14").unwrap();
+    for (k, v) in kv {
+        c.set_sysctl(k, v).unwrap();
+    }
+    c
+}
+
+/// Leave initial slow start, as a thin stream does after its first loss.
+fn leave_initial_ss(p: &mut Pair, c: SocketId) {
+    p.a.conn_for_test(c).unwrap().t_set_cwnd(10, 10);
+}
+
+/// (send time, seq, payload length) of A's data segments.
+fn a_data(cap: &[super::pair::Captured]) -> Vec<(Instant, u32, usize)> {
+    cap.iter()
+        .filter(|x| x.1)
+        .map(|x| (x.0, parse(&x.2)))
+        .filter(|(_, r)| !r.payload.is_empty())
+        .map(|(t, r)| (t, r.seq.0, r.payload.len()))
+        .collect()
+}
+
+#[test]
+fn thin_detection_is_packets_out_below_four_outside_initial_slow_start() {
+    let (mut p, c, _s) = thin_pair(cfg314(&[]), 40);
+    p.a.send(p.now, c, &[1u8; 100]).unwrap();
+    p.settle();
+    let i = p.a.info(c).unwrap();
+    assert_eq!(i.unacked, 1);
+    assert!(!i.thin, "still in initial slow start (ssthresh infinite)");
+    leave_initial_ss(&mut p, c);
+    assert!(p.a.info(c).unwrap().thin);
+    for n in 2..=5u32 {
+        p.a.send(p.now, c, &[1u8; 100]).unwrap();
+        p.settle();
+        let i = p.a.info(c).unwrap();
+        assert_eq!(i.unacked, n);
+        assert_eq!(i.thin, n < 4, "packets_out {n}");
+    }
+    // SACKed/lost packets still count (packets_out, not packets in flight)
+    p.run_for(ms(300));
+    assert!(p.a.info(c).unwrap().thin);
+}
+
+/// Gaps (s) between A's transmissions of its only data segment while everything is lost.
+fn rto_gaps(cfg: TcpConfig, sockopt: bool, segs: usize) -> (Vec<f64>, crate::TcpInfo) {
+    let (mut p, c, _s) = thin_pair(cfg, 41);
+    if sockopt {
+        p.a.set_option(c, SockOpt::ThinLinearTimeouts(true)).unwrap();
+    }
+    leave_initial_ss(&mut p, c);
+    p.capture = Some(Vec::new());
+    p.ab.loss = 1.0;
+    for _ in 0..segs {
+        p.a.send(p.now, c, &[2u8; 100]).unwrap();
+        p.settle();
+    }
+    p.run_for(Duration::from_secs(40));
+    let cap = p.capture.take().unwrap();
+    let head = a_data(&cap)[0].1;
+    let times: Vec<f64> = a_data(&cap).iter().filter(|d| d.1 == head).map(|d| d.0.as_secs_f64()).collect();
+    (times.windows(2).map(|w| w[1] - w[0]).collect(), p.a.info(c).unwrap())
+}
+
+#[test]
+fn linear_timeouts_for_six_retries_then_exponential() {
+    // ER/TLP off so that only RTOs retransmit
+    for (cfg, sockopt) in [
+        (cfg314(&[("net.ipv4.tcp_early_retrans", "0")]), true),
+        (cfg314(&[("net.ipv4.tcp_early_retrans", "0"), ("net.ipv4.tcp_thin_linear_timeouts", "1")]), false),
+    ] {
+        let (g, info) = rto_gaps(cfg, sockopt, 1);
+        assert!(g.len() >= 10, "{g:?}");
+        let base = g[0];
+        assert!((0.28..0.33).contains(&base), "RTO ~ srtt + 200 ms: {g:?}");
+        // first RTO plus six linear re-arms: seven equal gaps
+        for x in &g[..7] {
+            assert!((x - base).abs() < 0.005, "linear: {g:?}");
+        }
+        // from the 7th retransmission on: exponential backoff
+        assert!((g[7] / base - 2.0).abs() < 0.05, "{g:?}");
+        assert!((g[8] / g[7] - 2.0).abs() < 0.05, "{g:?}");
+        assert_eq!(info.thin_linear_timeouts, 6);
+        assert!(info.rto_count >= 9);
+    }
+}
+
+#[test]
+fn linear_timeouts_off_or_thick_stream_back_off_at_once() {
+    let off = cfg314(&[("net.ipv4.tcp_early_retrans", "0")]);
+    let (g, info) = rto_gaps(off.clone(), false, 1);
+    assert!((g[1] / g[0] - 2.0).abs() < 0.05, "no LT: {g:?}");
+    assert_eq!(info.thin_linear_timeouts, 0);
+    // LT enabled but four packets out: not thin, exponential backoff
+    let (g, info) = rto_gaps(off, true, 4);
+    assert!((g[1] / g[0] - 2.0).abs() < 0.05, "thick: {g:?}");
+    assert_eq!(info.thin_linear_timeouts, 0);
+}
+
+/// Sends `n` 100-byte segments with cwnd `cwnd`, drops the first; returns the delay from
+/// the first dupACK's arrival at A to the retransmission, and A's info.
+fn first_loss_repair(cfg: TcpConfig, thin_dupack_opt: bool, n: usize, cwnd: u32) -> (Option<Duration>, crate::TcpInfo) {
+    let (mut p, c, _s) = thin_pair(cfg, 42);
+    if thin_dupack_opt {
+        p.a.set_option(c, SockOpt::ThinDupack(true)).unwrap();
+    }
+    p.a.conn_for_test(c).unwrap().t_set_cwnd(cwnd, cwnd);
+    p.capture = Some(Vec::new());
+    p.ab.drop_next_data = 1;
+    for _ in 0..n {
+        p.a.send(p.now, c, &[3u8; 100]).unwrap();
+        p.settle();
+    }
+    p.run_for(Duration::from_secs(3));
+    let cap = p.capture.take().unwrap();
+    let d = a_data(&cap);
+    let head = d[0].1;
+    let rtx = d.iter().skip(1).find(|x| x.1 == head).map(|x| x.0);
+    // first pure ACK from B carrying a SACK block, sent at t: arrives at t + 50 ms
+    let dupack = cap.iter().find(|x| !x.1 && !parse(&x.2).sack.is_empty()).map(|x| x.0 + ms(50));
+    let delay = match (rtx, dupack) {
+        (Some(r), Some(a)) => Some(r.saturating_since(a)),
+        _ => None,
+    };
+    (delay, p.a.info(c).unwrap())
+}
+
+#[test]
+fn mfr_retransmits_on_first_dupack_when_thin_with_sack_and_nothing_unsent() {
+    let base = [("net.ipv4.tcp_early_retrans", "0")];
+    // 3 packets out, first lost: one dupACK (SACKing the second) is enough
+    for (cfg, opt) in [(cfg314(&base), true), (cfg314(&[base[0], ("net.ipv4.tcp_thin_dupack", "1")]), false)] {
+        let (d, info) = first_loss_repair(cfg, opt, 3, 10);
+        assert!(d.unwrap() < ms(2), "{d:?}");
+        assert_eq!(info.thin_dupack_retrans, 1);
+        assert_eq!(info.rto_count, 0);
+    }
+    // without MFR two dupACKs are below the dupthresh: the RTO repairs it
+    let (d, info) = first_loss_repair(cfg314(&base), false, 3, 10);
+    assert!(d.unwrap() > ms(100), "{d:?}");
+    assert_eq!(info.thin_dupack_retrans, 0);
+    assert_eq!(info.rto_count, 1);
+}
+
+#[test]
+fn mfr_needs_sack_empty_queue_and_thin() {
+    let base = ("net.ipv4.tcp_early_retrans", "0");
+    // no SACK: no MFR
+    let (d, info) = first_loss_repair(cfg314(&[base, ("net.ipv4.tcp_sack", "0")]), true, 3, 10);
+    assert_eq!(info.thin_dupack_retrans, 0);
+    assert!(info.rto_count >= 1, "{d:?}");
+    // unsent data at the first dupACK (cwnd 2 holds the third segment back): MFR waits for
+    // the next dupACK, one round trip later
+    let (d, info) = first_loss_repair(cfg314(&[base]), true, 3, 2);
+    let d = d.unwrap();
+    assert!(d > ms(90) && d < ms(130), "{d:?}");
+    assert_eq!(info.thin_dupack_retrans, 1);
+    // initial slow start (not thin): no MFR
+    let (mut p, c, _s) = thin_pair(cfg314(&[base]), 43);
+    p.a.set_option(c, SockOpt::ThinDupack(true)).unwrap();
+    p.ab.drop_next_data = 1;
+    for _ in 0..3 {
+        p.a.send(p.now, c, &[3u8; 100]).unwrap();
+        p.settle();
+    }
+    p.run_for(Duration::from_secs(2));
+    let i = p.a.info(c).unwrap();
+    assert_eq!(i.thin_dupack_retrans, 0);
+    assert_eq!(i.rto_count, 1);
+}
+
+#[test]
+fn early_retransmit_with_two_or_three_outstanding() {
+    for n in [2usize, 3] {
+        // mode 1: at once on the first dupACK (no thin-stream condition needed)
+        let (d, info) = first_loss_repair(cfg314(&[("net.ipv4.tcp_early_retrans", "1")]), false, n, 10);
+        assert!(d.unwrap() < ms(2), "n={n} {d:?}");
+        assert_eq!((info.early_retrans, info.rto_count), (1, 0));
+        // mode 2: deferred by max(srtt/4, 2 ms) = ~25 ms at 100 ms RTT
+        let (d, info) = first_loss_repair(cfg314(&[("net.ipv4.tcp_early_retrans", "2")]), false, n, 10);
+        let d = d.unwrap();
+        assert!(d >= ms(24) && d <= ms(34), "n={n} {d:?}");
+        assert_eq!((info.early_retrans, info.rto_count), (1, 0));
+    }
+    // four outstanding: ER does not apply (packets_out < 4), the dupthresh of 3 does
+    let (_, info) = first_loss_repair(cfg314(&[("net.ipv4.tcp_early_retrans", "1")]), false, 4, 10);
+    assert_eq!(info.early_retrans, 0);
+    // off: mode 0, mode 4 (TLP only), RACK on (4.4+), tcp_thin_dupack sysctl
+    for kv in [
+        [("net.ipv4.tcp_early_retrans", "0"), ("net.ipv4.tcp_recovery", "0")],
+        [("net.ipv4.tcp_early_retrans", "4"), ("net.ipv4.tcp_recovery", "0")],
+        [("net.ipv4.tcp_early_retrans", "1"), ("net.ipv4.tcp_recovery", "1")],
+        [("net.ipv4.tcp_early_retrans", "1"), ("net.ipv4.tcp_thin_dupack", "1")],
+    ] {
+        let (_, info) = first_loss_repair(cfg314(&kv), false, 2, 10);
+        assert_eq!(info.early_retrans, 0, "{kv:?}");
+    }
+    // per-socket mode overrides the sysctl
+    let (mut p, c, _s) = thin_pair(cfg314(&[("net.ipv4.tcp_early_retrans", "0")]), 44);
+    p.a.set_option(c, SockOpt::EarlyRetrans(1)).unwrap();
+    assert_eq!(p.a.set_option(c, SockOpt::EarlyRetrans(5)), Err(SockError::BadOption));
+    p.a.conn_for_test(c).unwrap().t_set_cwnd(10, 10);
+    p.ab.drop_next_data = 1;
+    p.a.send(p.now, c, &[3u8; 100]).unwrap();
+        p.settle();
+    p.a.send(p.now, c, &[3u8; 100]).unwrap();
+        p.settle();
+    p.run_for(Duration::from_secs(1));
+    assert_eq!(p.a.info(c).unwrap().early_retrans, 1);
+}
+
+/// Drops A's next `drop` data segments after sending `n` with cwnd `cwnd`; returns A's
+/// data segments from then on and A's info.
+fn tail_loss(cfg: TcpConfig, n: usize, drop: u32, cwnd: u32) -> (Vec<(Instant, u32, usize)>, Instant, crate::TcpInfo) {
+    let (mut p, c, _s) = thin_pair(cfg, 45);
+    p.a.conn_for_test(c).unwrap().t_set_cwnd(cwnd, cwnd);
+    p.capture = Some(Vec::new());
+    p.ab.drop_next_data = drop;
+    let t0 = p.now;
+    for _ in 0..n {
+        p.a.send(p.now, c, &[4u8; 100]).unwrap();
+        p.settle();
+    }
+    p.run_for(Duration::from_secs(3));
+    let cap = p.capture.take().unwrap();
+    (a_data(&cap), t0, p.a.info(c).unwrap())
+}
+
+#[test]
+fn tlp_probes_last_segment_after_two_srtt() {
+    // two segments, both lost: PTO = 2 srtt (~200 ms) < RTO (~300 ms)
+    let (d, t0, info) = tail_loss(cfg314(&[]), 2, 2, 10);
+    assert_eq!(d.len(), 4, "{d:?}");
+    let probe = d[2];
+    let pto = probe.0.saturating_since(t0);
+    assert!(pto >= ms(196) && pto <= ms(212), "2 srtt in whole jiffies: {pto:?}");
+    assert_eq!(probe.1, d[1].1, "the probe repeats the last segment");
+    assert_eq!(info.tlp_probes, 1);
+    // its SACK lets (delayed) early retransmit repair the head well before the RTO
+    assert_eq!(d[3].1, d[0].1);
+    assert!(d[3].0.saturating_since(t0) < ms(340), "{d:?}");
+    assert_eq!(info.rto_count, 0);
+    // TLP off (mode 2): the head goes first, at the RTO
+    let (d, t0, info) = tail_loss(cfg314(&[("net.ipv4.tcp_early_retrans", "2")]), 2, 2, 10);
+    assert_eq!(d[2].1, d[0].1);
+    assert!(d[2].0.saturating_since(t0) >= ms(280), "{d:?}");
+    assert_eq!((info.tlp_probes, info.rto_count), (0, 1));
+}
+
+#[test]
+fn tlp_probes_with_new_data_when_cwnd_limited() {
+    // cwnd 2 holds the third segment back; both sent ones are lost: the probe carries new
+    // data, beyond cwnd
+    let (d, t0, info) = tail_loss(cfg314(&[]), 3, 2, 2);
+    let probe = d[2];
+    assert!(probe.1 > d[1].1, "new data: {d:?}");
+    let pto = probe.0.saturating_since(t0);
+    assert!(pto >= ms(196) && pto <= ms(212), "2 srtt in whole jiffies: {pto:?}");
+    assert_eq!(info.tlp_probes, 1);
+}
+
+#[test]
+fn tlp_single_packet_waits_for_delayed_ack_and_rto_caps_it() {
+    // one packet out: PTO = max(2 srtt, 1.5 srtt + 200 ms) = 350 ms > RTO ~300 ms, so the
+    // probe fires at the RTO instant instead of the RTO
+    let (d, t0, info) = tail_loss(cfg314(&[]), 1, 1, 10);
+    let at = d[1].0.saturating_since(t0);
+    assert!(at >= ms(280) && at <= ms(320), "{at:?}");
+    assert_eq!((info.tlp_probes, info.rto_count), (1, 0));
+}
+
+/// Thin stream with 100-byte writes every `itt`, for `dur`; returns A's data segments.
+fn rdb_run(cfg: TcpConfig, itt: Duration, dur: Duration, drop_idx: Vec<u64>) -> (Vec<(Instant, u32, usize)>, crate::TcpInfo, crate::TcpInfo) {
+    let (mut p, c, s) = thin_pair(cfg, 46);
+    leave_initial_ss(&mut p, c);
+    p.capture = Some(Vec::new());
+    p.ab.drop_data_idx = drop_idx.iter().map(|i| i + p.ab.sent_pkts).collect();
+    let end = p.now + dur;
+    let mut sent = 0u64;
+    while p.now < end {
+        p.a.send(p.now, c, &[5u8; 100]).unwrap();
+        sent += 100;
+        p.run_for(itt);
+    }
+    p.run_for(Duration::from_secs(2));
+    let cap = p.capture.take().unwrap();
+    let ib = p.b.info(s).unwrap();
+    assert_eq!(p.a.info(c).unwrap().bytes_acked as u64 % 100, 0);
+    assert!(ib.bytes_received >= sent, "all data delivered");
+    (a_data(&cap), p.a.info(c).unwrap(), ib)
+}
+
+#[test]
+fn rdb_original_bundles_unacked_data_up_to_mss_when_thin() {
+    let cfg = cfg314(&[("net.ipv4.tcp_rdb", "2"), ("net.ipv4.tcp_early_retrans", "0")]);
+    // 100-byte writes every 40 ms at 100 ms RTT: 2-3 packets out, thin
+    let (d, info, _) = rdb_run(cfg.clone(), ms(40), Duration::from_secs(2), vec![]);
+    assert!(info.rdb_packets > 10, "{info:?}");
+    assert!(d.iter().any(|x| x.2 >= 300), "bundles of 3 segments: {d:?}");
+    assert!(d.iter().all(|x| x.2 <= 1448));
+    assert_eq!(info.rdb_bytes_bundled, d.iter().map(|x| x.2 as u64 - 100).sum::<u64>());
+    // a lost segment is repaired by the next bundle: no retransmission, no cwnd reduction
+    let (_, info, _) = rdb_run(cfg.clone(), ms(40), Duration::from_secs(2), vec![10]);
+    assert_eq!((info.total_retrans, info.rto_count, info.rdb_loss_cwr), (0, 0, 0));
+    assert_eq!(info.ssthresh, 10, "original RDB does not react to loss");
+    // tcp_rdb_max_bytes caps the packet
+    let mut c2 = cfg.clone();
+    c2.set_sysctl("net.ipv4.tcp_rdb_max_bytes", "250").unwrap();
+    let (d, info, _) = rdb_run(c2, ms(40), Duration::from_secs(2), vec![]);
+    assert!(info.rdb_packets > 10 && d.iter().all(|x| x.2 <= 250), "{d:?}");
+    // not thin (writes every 5 ms: ~20 packets out): no bundling
+    let (_, info, _) = rdb_run(cfg, ms(5), Duration::from_secs(1), vec![]);
+    assert!(info.rdb_packets < 5, "{}", info.rdb_packets);
+    // off by default
+    let (d, info, _) = rdb_run(cfg314(&[]), ms(40), Duration::from_secs(1), vec![]);
+    assert_eq!(info.rdb_packets, 0);
+    assert!(d.iter().all(|x| x.2 == 100));
+}
+
+#[test]
+fn rdb_2015_bundles_one_previous_segment_and_loss_means_cwr() {
+    let cfg = cfg314(&[("net.ipv4.tcp_rdb", "1"), ("net.ipv4.tcp_early_retrans", "0")]);
+    let (d, info, _) = rdb_run(cfg.clone(), ms(40), Duration::from_secs(2), vec![]);
+    assert!(info.rdb_packets > 10);
+    assert!(d.iter().all(|x| x.2 <= 200), "tcp_rdb_max_packets = 1: {d:?}");
+    assert_eq!(info.rdb_loss_cwr, 0);
+    // loss hidden by a bundle: enter CWR, ssthresh falls
+    let (_, info, _) = rdb_run(cfg.clone(), ms(40), Duration::from_secs(2), vec![10]);
+    assert_eq!((info.total_retrans, info.rto_count), (0, 0));
+    assert_eq!(info.rdb_loss_cwr, 1);
+    assert!(info.ssthresh < 10, "{}", info.ssthresh);
+    // max_packets 0 = no packet limit (bytes only)
+    let mut c2 = cfg;
+    c2.set_sysctl("net.ipv4.tcp_rdb_max_packets", "0").unwrap();
+    let (d, _, _) = rdb_run(c2, ms(40), Duration::from_secs(2), vec![]);
+    assert!(d.iter().any(|x| x.2 >= 300), "{d:?}");
+}
+
+#[test]
+fn rdb_socket_option_overrides_sysctl() {
+    let (mut p, c, _s) = thin_pair(cfg314(&[]), 47);
+    p.a.set_option(c, SockOpt::Rdb(crate::RdbMode::Orig2008)).unwrap();
+    p.capture = Some(Vec::new());
+    for _ in 0..20 {
+        p.a.send(p.now, c, &[6u8; 100]).unwrap();
+        p.run_for(ms(30));
+    }
+    let cap = p.capture.take().unwrap();
+    assert!(a_data(&cap).iter().any(|x| x.2 > 100));
+    assert!(p.a.info(c).unwrap().rdb_packets > 0);
+}
+
+#[test]
+fn thin_sysctls_parse_and_reject_bad_values() {
+    let mut c = TcpConfig::profile("linux-3.14").unwrap();
+    assert_eq!(c.tcp_early_retrans, 3);
+    assert_eq!(c.tcp_rdb, crate::RdbMode::Off);
+    assert!(!c.tcp_thin_linear_timeouts && !c.tcp_thin_dupack);
+    c.set_sysctl("net.ipv4.tcp_rdb", "2").unwrap();
+    assert_eq!(c.tcp_rdb, crate::RdbMode::Orig2008);
+    assert!(c.set_sysctl("net.ipv4.tcp_rdb", "3").is_err());
+    assert!(c.set_sysctl("net.ipv4.tcp_early_retrans", "5").is_err());
+    assert!(c.set_sysctl("net.ipv4.tcp_thin_dpifl_itt_lower_bound", "5000").is_err());
+    c.set_sysctl("net.ipv4.tcp_thin_dpifl_itt_lower_bound", "20000").unwrap();
+    assert_eq!(c.tcp_thin_dpifl_itt_lower_bound_us, 20000);
 }
