@@ -81,6 +81,12 @@ impl UdpRatePolicy {
         self
     }
 
+    /// Binds the socket to CBQ/HTB class `class`: important iff it is `cbq_class`.
+    pub fn with_class(self, cfg: &RateConfig, class: Option<u32>) -> Self {
+        let imp = cfg.is_important_class(class);
+        self.with_important(imp)
+    }
+
     /// Handle for the rate table.
     pub fn probe(&self) -> RateProbe {
         self.probe.clone()
@@ -248,8 +254,12 @@ mod test {
 
     #[test]
     fn important_or_disabled_always_delivers() {
-        let mut p = UdpRatePolicy::new(&cfg()).with_important(true);
+        let mut c = cfg();
+        c.set_sysctl("net.ipv4.cbq_class", "1:2").unwrap();
+        let mut p = UdpRatePolicy::new(&c).with_class(&c, Some(0x0001_0002));
         assert!(run(&mut p, 0, 4000, 1).iter().all(|e| e.1 == UdpVerdict::Deliver));
+        let mut q = UdpRatePolicy::new(&c).with_class(&c, Some(0x0001_0001));
+        assert!(run(&mut q, 0, 4000, 1).iter().any(|e| e.1 == UdpVerdict::Drop), "other classes are policed");
         let mut c = cfg();
         c.status = false;
         let mut p = UdpRatePolicy::new(&c);
