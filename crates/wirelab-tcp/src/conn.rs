@@ -3454,9 +3454,9 @@ impl Conn {
         }
         let max_pkts = if mode == RdbMode::Lcn2015 { cfg.tcp_rdb_max_packets } else { 0 };
         let mut total = len;
-        let mut count = 1u32;
         let mut start = seq;
-        for s in self.rtx.iter().rev() {
+        // `count` starts at 1 for the new segment itself, as rdb_can_bundle_test() does
+        for (count, s) in (1u32..).zip(self.rtx.iter().rev()) {
             let sl = s.data_len();
             if s.fin || total + sl > max_payload {
                 break;
@@ -3465,7 +3465,6 @@ impl Conn {
                 break;
             }
             total += sl;
-            count += 1;
             start = s.seq;
         }
         start

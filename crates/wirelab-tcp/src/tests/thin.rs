@@ -463,7 +463,7 @@ fn rdb_run(cfg: TcpConfig, itt: Duration, dur: Duration, drop_idx: Vec<u64>) -> 
     p.run_for(Duration::from_secs(2));
     let cap = p.capture.take().unwrap();
     let ib = p.b.info(s).unwrap();
-    assert_eq!(p.a.info(c).unwrap().bytes_acked as u64 % 100, 0);
+    assert_eq!(p.a.info(c).unwrap().bytes_acked % 100, 0);
     assert!(ib.bytes_received >= sent, "all data delivered");
     (a_data(&cap), p.a.info(c).unwrap(), ib)
 }
