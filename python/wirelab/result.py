@@ -34,7 +34,7 @@ class Result:
 
     def _csv(self, name: str) -> pd.DataFrame:
         p = self.out_dir / name
-        if not p.exists():
+        if not p.exists() or p.stat().st_size == 0:
             return pd.DataFrame()
         return pd.read_csv(p)
 
@@ -64,6 +64,21 @@ class Result:
         return self._csv("queue_timeseries.csv")
 
     @cached_property
+    def tcp_timeseries(self) -> pd.DataFrame:
+        """Per-TCP-socket ``tcp_info`` samples (cwnd, ssthresh, srtt_ms, rto_ms, ...)."""
+        return self._csv("tcp_timeseries.csv")
+
+    @cached_property
+    def sctp_timeseries(self) -> pd.DataFrame:
+        """Per-SCTP-association samples (cwnd, flight, rwnd, sndbuf, rcvbuf, occupancy, ...)."""
+        return self._csv("sctp_timeseries.csv")
+
+    @cached_property
+    def sctp_path_timeseries(self) -> pd.DataFrame:
+        """Per-SCTP-path samples (state, cwnd, rto, srtt, error count)."""
+        return self._csv("sctp_path_timeseries.csv")
+
+    @cached_property
     def queue_probe(self) -> pd.DataFrame:
         """Per-packet enqueue/dequeue/drop records of probed queues."""
         return self._csv("queue_probe.csv")
@@ -76,7 +91,8 @@ class Result:
     def to_parquet(self) -> list[Path]:
         """Writes every table as Parquet beside its CSV (needs ``pyarrow``)."""
         written = []
-        for name in ["flows", "queues", "links", "flow_timeseries", "queue_timeseries", "queue_probe"]:
+        for name in ["flows", "queues", "links", "flow_timeseries", "queue_timeseries", "queue_probe",
+                     "tcp_timeseries", "sctp_timeseries", "sctp_path_timeseries"]:
             df = getattr(self, name)
             if len(df.columns):
                 p = self.out_dir / f"{name}.parquet"

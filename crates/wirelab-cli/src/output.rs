@@ -31,6 +31,12 @@ fn rel(out: &Path, p: &Path) -> String {
 pub fn write_all(out: &Path, sc: &Scenario, r: &RunResults, wall_seconds: f64, captures: &[PathBuf]) -> std::io::Result<()> {
     let mut files: Vec<String> = captures.iter().map(|p| rel(out, p)).collect();
     files.extend(["flows.csv", "queues.csv", "links.csv", "flow_timeseries.csv", "queue_timeseries.csv"].map(String::from));
+    if !r.tcp_series.is_empty() {
+        files.push("tcp_timeseries.csv".into());
+    }
+    if !r.sctp_series.is_empty() {
+        files.extend(["sctp_timeseries.csv", "sctp_path_timeseries.csv"].map(String::from));
+    }
     if !r.probe.is_empty() {
         files.push("queue_probe.csv".into());
     }
@@ -47,11 +53,7 @@ pub fn write_all(out: &Path, sc: &Scenario, r: &RunResults, wall_seconds: f64, c
     f.write_all(b"\n")?;
     f.flush()?;
 
-    let mut w = csv(out, "flows.csv", "name,kind,node,tx_packets,tx_bytes,rx_packets,rx_bytes,goodput_bps,wire_rate_bps,lost,loss_ratio,reordered,delay_min_ms,delay_mean_ms,delay_max_ms")?;
-    for x in &r.flows {
-        writeln!(w, "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", x.name, x.kind, x.node, x.tx_packets, x.tx_bytes, x.rx_packets, x.rx_bytes, x.goodput_bps, x.wire_rate_bps, x.lost, x.loss_ratio, x.reordered, x.delay_min_ms, x.delay_mean_ms, x.delay_max_ms)?;
-    }
-    w.flush()?;
+    table(out, "flows.csv", &r.flows)?;
     let mut w = csv(out, "queues.csv", "dev,kind,classid,sent_packets,sent_bytes,drops,overlimits,qlen,backlog_bytes")?;
     for q in &r.queues {
         writeln!(w, "{},{},,{},{},{},{},{},{}", q.dev, q.kind, q.sent_packets, q.sent_bytes, q.drops, q.overlimits, q.qlen, q.backlog_bytes)?;
@@ -60,21 +62,16 @@ pub fn write_all(out: &Path, sc: &Scenario, r: &RunResults, wall_seconds: f64, c
         }
     }
     w.flush()?;
-    let mut w = csv(out, "links.csv", "name,netem,tx_packets,tx_bytes,delivered,lost_random,lost_model,dropped_down,duplicated,corrupted,reordered")?;
-    for l in &r.links {
-        writeln!(w, "{},\"{}\",{},{},{},{},{},{},{},{},{}", l.name, l.netem, l.tx_packets, l.tx_bytes, l.delivered, l.lost_random, l.lost_model, l.dropped_down, l.duplicated, l.corrupted, l.reordered)?;
+    table(out, "links.csv", &r.links)?;
+    table(out, "flow_timeseries.csv", &r.flow_series)?;
+    table(out, "queue_timeseries.csv", &r.queue_series)?;
+    if !r.tcp_series.is_empty() {
+        table(out, "tcp_timeseries.csv", &r.tcp_series)?;
     }
-    w.flush()?;
-    let mut w = csv(out, "flow_timeseries.csv", "time_s,flow,tx_bytes,rx_bytes,tx_rate_bps,rx_rate_bps")?;
-    for s in &r.flow_series {
-        writeln!(w, "{},{},{},{},{},{}", s.time_s, s.flow, s.tx_bytes, s.rx_bytes, s.tx_rate_bps, s.rx_rate_bps)?;
+    if !r.sctp_series.is_empty() {
+        table(out, "sctp_timeseries.csv", &r.sctp_series)?;
+        table(out, "sctp_path_timeseries.csv", &r.sctp_path_series)?;
     }
-    w.flush()?;
-    let mut w = csv(out, "queue_timeseries.csv", "time_s,dev,qlen,backlog,drops,sent_bytes")?;
-    for s in &r.queue_series {
-        writeln!(w, "{},{},{},{},{},{}", s.time_s, s.dev, s.qlen, s.backlog, s.drops, s.sent_bytes)?;
-    }
-    w.flush()?;
     if !r.probe.is_empty() {
         let mut w = csv(out, "queue_probe.csv", "time_ns,dev,event,pkt_id,len,qlen,backlog,sojourn_ns,src,dst,proto,sport,dport")?;
         for p in &r.probe {
@@ -94,6 +91,15 @@ pub fn write_all(out: &Path, sc: &Scenario, r: &RunResults, wall_seconds: f64, c
         w.flush()?;
     }
     Ok(())
+}
+
+/// Writes rows of a flat struct as CSV with a header from the field names.
+fn table<T: Serialize>(out: &Path, name: &str, rows: &[T]) -> std::io::Result<()> {
+    let mut w = csv::Writer::from_path(out.join(name))?;
+    for r in rows {
+        w.serialize(r).map_err(std::io::Error::other)?;
+    }
+    w.flush()
 }
 
 fn csv(out: &Path, name: &str, header: &str) -> std::io::Result<BufWriter<File>> {

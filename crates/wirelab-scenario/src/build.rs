@@ -5,7 +5,9 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 use wirelab_core::{Duration, Instant};
 use wirelab_link::NetemSpec;
-use wirelab_sim::apps::{App, AppKind, UdpCbr, UdpSink};
+use wirelab_sim::apps::tcp::ClientState;
+use wirelab_sim::apps::{App, AppKind, SctpBulk, SctpServer, TcpBulk, TcpRr, TcpServer, UdpCbr, UdpSink};
+use wirelab_sim::stack::StackConfig;
 use wirelab_sim::capture::CaptureFormat;
 use wirelab_sim::{Change, IfAddr, Sim};
 
@@ -72,14 +74,27 @@ impl Scenario {
         }
         for n in &d.nodes {
             let router = n.kind.as_ref().is_some_and(|k| k.get_ref() == "router");
+            let profile = n.profile.as_ref().or(d.scenario.profile.as_ref()).map(|p| p.get_ref().as_str()).unwrap_or("linux-6");
+            let mut stack = StackConfig::profile(profile).map_err(|e| {
+                let at = n.profile.as_ref().or(d.scenario.profile.as_ref()).map(span).unwrap_or(span(&n.name));
+                self.error_at(at, e)
+            })?;
             for (k, v) in &n.sysctl {
-                match k.as_str() {
-                    "net.ipv4.ip_forward" => {}
-                    _ => return Err(self.error_at(v.span(), format!("sysctl `{k}` is not supported by this version (transport sysctls arrive with the TCP and SCTP engines)"))),
+                if k == "net.ipv4.ip_forward" {
+                    continue;
                 }
+                let val = match v.get_ref() {
+                    toml::Value::String(s) => s.clone(),
+                    toml::Value::Integer(i) => i.to_string(),
+                    toml::Value::Boolean(b) => (*b as u8).to_string(),
+                    toml::Value::Array(a) if a.iter().all(|x| x.is_integer()) => a.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" "),
+                    _ => return Err(self.error_at(v.span(), format!("sysctl `{k}`: expected a string, an integer or a list of integers"))),
+                };
+                stack.set_sysctl(k, &val).map_err(|e| self.error_at(v.span(), format!("sysctl `{k}`: {e}")))?;
             }
             let fwd = n.sysctl.get("net.ipv4.ip_forward").map(|v| matches!(v.get_ref(), toml::Value::Integer(1)) || v.get_ref().as_str() == Some("1"));
-            sim.add_node(n.name.get_ref(), fwd.unwrap_or(router));
+            let id = sim.add_node(n.name.get_ref(), fwd.unwrap_or(router));
+            sim.set_stack_config(id, stack);
         }
         // links
         let mut iface_count = vec![0u32; d.nodes.len()];
@@ -191,6 +206,84 @@ impl Scenario {
                     let port = a.port.as_ref().ok_or_else(|| self.error_at(span(&a.kind), "app `udp-sink` needs `port`"))?;
                     AppKind::UdpSink(UdpSink { port: *port.get_ref(), ..Default::default() })
                 }
+                "tcp-bulk" | "tcp-file" => {
+                    let kind = a.kind.get_ref().as_str();
+                    let dst_s = a.dst.as_ref().ok_or_else(|| self.error_at(span(&a.kind), format!("app `{kind}` needs `dst` (ADDR:PORT or NODE:PORT)")))?;
+                    let dst = self.resolve(&sim, dst_s)?;
+                    let bytes = a.bytes.as_ref().map(|b| self.size(b)).transpose()?;
+                    let file = kind == "tcp-file";
+                    if file && bytes.is_none() {
+                        return Err(self.error_at(span(&a.kind), "app `tcp-file` needs `bytes` (the file size, e.g. \"5MB\")"));
+                    }
+                    AppKind::TcpBulk(TcpBulk {
+                        dst,
+                        start,
+                        stop: if a.stop.is_some() || bytes.is_none() { Some(stop) } else { None },
+                        bytes,
+                        write_size: self.positive_size(a.size.as_ref(), 131072)?,
+                        opts: self.tcp_opts(a)?,
+                        exchanges: if file { a.exchanges.as_ref().map(|e| *e.get_ref()).unwrap_or(4) } else { 0 },
+                        exchange_size: 512,
+                        state: ClientState::default(),
+                    })
+                }
+                "tcp-sink" | "tcp-echo" => {
+                    let kind = a.kind.get_ref().as_str();
+                    let port = a.port.as_ref().ok_or_else(|| self.error_at(span(&a.kind), format!("app `{kind}` needs `port`")))?;
+                    let mut srv = TcpServer::new(*port.get_ref());
+                    srv.echo = kind == "tcp-echo";
+                    srv.read_rate = a.read_rate.as_ref().map(|r| self.rate(r).map(|bps| bps / 8)).transpose()?;
+                    srv.opts = self.tcp_opts(a)?;
+                    AppKind::TcpServer(srv)
+                }
+                "tcp-rr" => {
+                    let dst_s = a.dst.as_ref().ok_or_else(|| self.error_at(span(&a.kind), "app `tcp-rr` needs `dst` (the echo server, ADDR:PORT or NODE:PORT)"))?;
+                    AppKind::TcpRr(TcpRr {
+                        dst: self.resolve(&sim, dst_s)?,
+                        start,
+                        stop,
+                        size: self.positive_size(a.size.as_ref(), 100)?,
+                        interval: a.interval.as_ref().map(|i| self.time(i)).transpose()?.unwrap_or(Duration::ZERO),
+                        opts: self.tcp_opts(a)?,
+                        state: ClientState::default(),
+                        req_start: None,
+                        latencies: Vec::new(),
+                        skipped: 0,
+                    })
+                }
+                "sctp-bulk" => {
+                    let dst_s = a.dst.as_ref().ok_or_else(|| self.error_at(span(&a.kind), "app `sctp-bulk` needs `dst` (ADDR:PORT, or NODE:PORT for all of the node's addresses)"))?;
+                    let (h, port) = self.endpoint_addr(dst_s)?;
+                    let dst = match h {
+                        EndpointHost::Addr(x) => vec![x],
+                        EndpointHost::Node(i) => sim.node_addrs(i as u32),
+                    };
+                    if dst.is_empty() {
+                        return Err(self.error_at(span(dst_s), "the destination node has no interfaces"));
+                    }
+                    let bytes = a.bytes.as_ref().map(|b| self.size(b)).transpose()?;
+                    AppKind::SctpBulk(SctpBulk {
+                        dst,
+                        port,
+                        single_homed: a.single_homed.unwrap_or(false),
+                        start,
+                        stop: if a.stop.is_some() || bytes.is_none() { Some(stop) } else { None },
+                        bytes,
+                        msg_size: self.positive_size(a.size.as_ref(), 65536)?,
+                        streams: a.streams.as_ref().map(|x| *x.get_ref()).unwrap_or(1).max(1),
+                        unordered: a.unordered.unwrap_or(false),
+                        opts: self.sctp_opts(a)?,
+                        st: Default::default(),
+                    })
+                }
+                "sctp-sink" | "sctp-echo" => {
+                    let kind = a.kind.get_ref().as_str();
+                    let port = a.port.as_ref().ok_or_else(|| self.error_at(span(&a.kind), format!("app `{kind}` needs `port`")))?;
+                    let mut srv = SctpServer::new(*port.get_ref());
+                    srv.echo = kind == "sctp-echo";
+                    srv.opts = self.sctp_opts(a)?;
+                    AppKind::SctpServer(srv)
+                }
                 _ => unreachable!("validated"),
             };
             sim.add_app(App { name, node, kind }).map_err(|e| self.error_at(span(&a.node), e.0))?;
@@ -238,6 +331,70 @@ impl Scenario {
             }
         }
         Ok(Built { sim, duration, seed, captures })
+    }
+
+    fn positive_size(&self, v: Option<&toml::Spanned<u32>>, default: u32) -> Result<u32, ScenarioError> {
+        match v {
+            None => Ok(default),
+            Some(x) if *x.get_ref() == 0 => Err(self.error_at(x.span(), "size must be positive")),
+            Some(x) if *x.get_ref() > 65536 => Err(self.error_at(x.span(), "size must be at most 65536 bytes")),
+            Some(x) => Ok(*x.get_ref()),
+        }
+    }
+
+    fn size_u32(&self, s: &S) -> Result<u32, ScenarioError> {
+        let v = self.size(s)?;
+        u32::try_from(v).map_err(|_| self.error_at(span(s), "value too large (at most 4 GiB)"))
+    }
+
+    /// Socket options of a TCP app, in the order a program would set them.
+    fn tcp_opts(&self, a: &crate::schema::AppSpec) -> Result<Vec<wirelab_tcp::SockOpt>, ScenarioError> {
+        use wirelab_tcp::SockOpt;
+        let mut o = Vec::new();
+        if let Some(c) = &a.cc {
+            if !matches!(c.get_ref().as_str(), "cubic" | "reno" | "newreno") {
+                return Err(self.error_at(span(c), format!("unknown congestion control `{}`; expected cubic or reno", c.get_ref())));
+            }
+            o.push(SockOpt::Congestion(c.get_ref().clone()));
+        }
+        if let Some(v) = a.nodelay {
+            o.push(SockOpt::NoDelay(v));
+        }
+        if let Some(v) = &a.sndbuf {
+            o.push(SockOpt::SndBuf(self.size_u32(v)?));
+        }
+        if let Some(v) = &a.rcvbuf {
+            o.push(SockOpt::RcvBuf(self.size_u32(v)?));
+        }
+        if let Some(v) = &a.window_clamp {
+            o.push(SockOpt::WindowClamp(self.size_u32(v)?));
+        }
+        if let Some(v) = &a.tos {
+            o.push(SockOpt::Tos(*v.get_ref()));
+        }
+        if let Some(v) = &a.mss {
+            if *v.get_ref() < 88 {
+                return Err(self.error_at(v.span(), "mss must be at least 88 bytes (TCP_MIN_MSS)"));
+            }
+            o.push(SockOpt::MaxSeg(*v.get_ref()));
+        }
+        Ok(o)
+    }
+
+    /// Socket options of an SCTP app.
+    fn sctp_opts(&self, a: &crate::schema::AppSpec) -> Result<Vec<wirelab_sctp::SockOpt>, ScenarioError> {
+        use wirelab_sctp::SockOpt;
+        let mut o = Vec::new();
+        if let Some(v) = a.nodelay {
+            o.push(SockOpt::NoDelay(v));
+        }
+        if let Some(v) = &a.sndbuf {
+            o.push(SockOpt::SndBuf(self.size_u32(v)?));
+        }
+        if let Some(v) = &a.rcvbuf {
+            o.push(SockOpt::RcvBuf(self.size_u32(v)?));
+        }
+        Ok(o)
     }
 
     fn ifaces_of(&self, sim: &Sim, c: &S) -> Result<Vec<(u32, u32)>, ScenarioError> {

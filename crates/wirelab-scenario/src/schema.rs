@@ -137,7 +137,8 @@ pub struct RouteSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AppSpec {
-    /// Kind: `udp-cbr`, `udp-sink`.
+    /// Kind: `udp-cbr`, `udp-sink`, `tcp-bulk`, `tcp-file`, `tcp-sink`, `tcp-echo`,
+    /// `tcp-rr`, `sctp-bulk`, `sctp-sink`, `sctp-echo`.
     pub kind: S,
     /// Node the application runs on.
     pub node: S,
@@ -156,9 +157,49 @@ pub struct AppSpec {
     /// Time between datagrams (alternative to `rate`).
     #[serde(default)]
     pub interval: Option<S>,
-    /// Payload bytes per datagram.
+    /// Payload bytes per datagram (UDP), per `write()` (TCP bulk, default 131072 as
+    /// iperf3), per message (SCTP, default 65536 as iperf3), per request (`tcp-rr`).
     #[serde(default)]
     pub size: Option<Spanned<u32>>,
+    /// Total bytes to send (`25MB`, `500KB`; default: until `stop`).
+    #[serde(default)]
+    pub bytes: Option<S>,
+    /// Congestion control (`TCP_CONGESTION`): `cubic`, `reno`.
+    #[serde(default)]
+    pub cc: Option<S>,
+    /// `TCP_NODELAY` / `SCTP_NODELAY`.
+    #[serde(default)]
+    pub nodelay: Option<bool>,
+    /// `SO_SNDBUF` (locks send-buffer autotuning; Linux doubles the value).
+    #[serde(default)]
+    pub sndbuf: Option<S>,
+    /// `SO_RCVBUF` (locks receive-buffer autotuning; Linux doubles the value).
+    #[serde(default)]
+    pub rcvbuf: Option<S>,
+    /// `TCP_WINDOW_CLAMP`.
+    #[serde(default)]
+    pub window_clamp: Option<S>,
+    /// `IP_TOS` byte.
+    #[serde(default)]
+    pub tos: Option<Spanned<u8>>,
+    /// `TCP_MAXSEG`.
+    #[serde(default)]
+    pub mss: Option<Spanned<u16>>,
+    /// Request/response rounds before the data (`tcp-file`, default 4).
+    #[serde(default)]
+    pub exchanges: Option<Spanned<u32>>,
+    /// Application read rate of a `tcp-sink` (default: read immediately).
+    #[serde(default)]
+    pub read_rate: Option<S>,
+    /// SCTP outbound streams used round-robin (default 1).
+    #[serde(default)]
+    pub streams: Option<Spanned<u16>>,
+    /// SCTP unordered delivery.
+    #[serde(default)]
+    pub unordered: Option<bool>,
+    /// SCTP: bind only the route's source address instead of all interface addresses.
+    #[serde(default)]
+    pub single_homed: Option<bool>,
     /// Number of datagrams (default unlimited).
     #[serde(default)]
     pub count: Option<Spanned<u64>>,
@@ -245,6 +286,14 @@ impl Cidr {
 pub const APP_KINDS: &[(&str, &[&str])] = &[
     ("udp-cbr", &["dst", "port", "rate", "interval", "size", "count", "start", "stop"]),
     ("udp-sink", &["port", "start", "stop"]),
+    ("tcp-bulk", &["dst", "size", "bytes", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss"]),
+    ("tcp-file", &["dst", "size", "bytes", "start", "exchanges", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss"]),
+    ("tcp-sink", &["port", "read_rate", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss"]),
+    ("tcp-echo", &["port", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss"]),
+    ("tcp-rr", &["dst", "size", "interval", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "tos", "mss"]),
+    ("sctp-bulk", &["dst", "size", "bytes", "start", "stop", "nodelay", "sndbuf", "rcvbuf", "streams", "unordered", "single_homed"]),
+    ("sctp-sink", &["port", "nodelay", "sndbuf", "rcvbuf"]),
+    ("sctp-echo", &["port", "nodelay", "sndbuf", "rcvbuf"]),
 ];
 
 fn span<T>(s: &Spanned<T>) -> core::ops::Range<usize> {
@@ -259,6 +308,14 @@ impl Scenario {
     /// Parses a rate value at `s`.
     pub fn rate(&self, s: &S) -> Result<u64, ScenarioError> {
         units::parse_rate(s.get_ref()).map_err(|e| self.error_at(span(s), e.to_string()))
+    }
+    /// Parses a byte size (`64KB`, `1MB`, `1500b`, or a bare byte count) at `s`.
+    pub fn size(&self, s: &S) -> Result<u64, ScenarioError> {
+        let t = s.get_ref().trim();
+        if let Ok(n) = t.parse::<u64>() {
+            return Ok(n);
+        }
+        units::parse_size(t).map(|v| v as u64).map_err(|e| self.error_at(span(s), e.to_string()))
     }
     /// Parses a CIDR value at `s`.
     pub fn cidr(&self, s: &S) -> Result<Cidr, ScenarioError> {
@@ -347,7 +404,9 @@ impl Scenario {
                 let kinds: Vec<&str> = APP_KINDS.iter().map(|(k, _)| *k).collect();
                 return Err(self.error_at(span(&a.kind), format!("unknown app kind `{}`; expected one of {}", a.kind.get_ref(), kinds.join(", "))));
             };
-            let given: [(&str, Option<core::ops::Range<usize>>); 8] = [
+            // booleans carry no span; report them at the app's `kind`
+            let flag = |b: Option<bool>| b.map(|_| span(&a.kind));
+            let given: [(&str, Option<core::ops::Range<usize>>); 22] = [
                 ("dst", a.dst.as_ref().map(span)),
                 ("port", a.port.as_ref().map(span)),
                 ("rate", a.rate.as_ref().map(span)),
@@ -356,6 +415,20 @@ impl Scenario {
                 ("count", a.count.as_ref().map(span)),
                 ("start", a.start.as_ref().map(span)),
                 ("stop", a.stop.as_ref().map(span)),
+                ("bytes", a.bytes.as_ref().map(span)),
+                ("cc", a.cc.as_ref().map(span)),
+                ("nodelay", flag(a.nodelay)),
+                ("sndbuf", a.sndbuf.as_ref().map(span)),
+                ("rcvbuf", a.rcvbuf.as_ref().map(span)),
+                ("window_clamp", a.window_clamp.as_ref().map(span)),
+                ("tos", a.tos.as_ref().map(span)),
+                ("mss", a.mss.as_ref().map(span)),
+                ("exchanges", a.exchanges.as_ref().map(span)),
+                ("read_rate", a.read_rate.as_ref().map(span)),
+                ("streams", a.streams.as_ref().map(span)),
+                ("unordered", flag(a.unordered)),
+                ("single_homed", flag(a.single_homed)),
+                ("name", None),
             ];
             for (k, sp) in given {
                 if let Some(sp) = sp {
@@ -367,8 +440,11 @@ impl Scenario {
             for t in [&a.start, &a.stop, &a.interval].into_iter().flatten() {
                 self.time(t)?;
             }
-            if let Some(r) = &a.rate {
+            for r in [&a.rate, &a.read_rate].into_iter().flatten() {
                 self.rate(r)?;
+            }
+            for z in [&a.bytes, &a.sndbuf, &a.rcvbuf, &a.window_clamp].into_iter().flatten() {
+                self.size(z)?;
             }
             if let Some(dst) = &a.dst {
                 self.endpoint_addr(dst)?;

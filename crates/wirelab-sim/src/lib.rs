@@ -4,7 +4,8 @@
 //! * [`routing`]: longest-prefix-match static routes.
 //! * [`sim`]: nodes, interfaces, links (netem, from `wirelab-link`), egress qdiscs (from
 //!   `wirelab-qdisc`), forwarding and local delivery.
-//! * [`apps`]: traffic sources and sinks.
+//! * [`stack`]: a host's TCP and SCTP endpoints (sans-IO engines) and socket ownership.
+//! * [`apps`]: traffic sources and sinks (UDP, TCP, SCTP).
 //! * [`record`]: captures, the queue probe, time series and the run fingerprint.
 //! * [`results`]: the tables a run produces.
 #![warn(missing_docs)]
@@ -16,6 +17,7 @@ pub mod record;
 pub mod results;
 pub mod routing;
 pub mod sim;
+pub mod stack;
 
 pub use record::{CaptureDir, CaptureSink, MemoryCapture};
 pub use results::RunResults;

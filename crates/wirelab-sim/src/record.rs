@@ -131,6 +131,178 @@ pub struct QueueSample {
     pub sent_bytes: u64,
 }
 
+/// A TCP socket time-series row, with `tcp_info` / `ss -ti` field names.
+#[derive(Clone, Debug, Serialize)]
+pub struct TcpSample {
+    /// Time (s).
+    pub time_s: f64,
+    /// Owning app.
+    pub flow: String,
+    /// Node.
+    pub node: String,
+    /// Socket id on that node.
+    pub sock: u32,
+    /// `local -> remote`.
+    pub conn: String,
+    /// State (`ss` spelling).
+    pub state: &'static str,
+    /// Congestion-avoidance state (`Open`, `Disorder`, `CWR`, `Recovery`, `Loss`).
+    pub ca_state: String,
+    /// `snd_cwnd` (segments).
+    pub cwnd: u32,
+    /// `snd_ssthresh` (segments; 2147483647 = infinite).
+    pub ssthresh: u32,
+    /// Smoothed RTT (ms).
+    pub srtt_ms: f64,
+    /// RTT variation (ms).
+    pub rttvar_ms: f64,
+    /// RTO (ms).
+    pub rto_ms: f64,
+    /// Sending MSS.
+    pub snd_mss: u32,
+    /// `packets_out`.
+    pub unacked: u32,
+    /// `sacked_out`.
+    pub sacked: u32,
+    /// `lost_out`.
+    pub lost: u32,
+    /// `retrans_out`.
+    pub retrans: u32,
+    /// `total_retrans`.
+    pub total_retrans: u32,
+    /// Peer's advertised window (bytes).
+    pub snd_wnd: u32,
+    /// Our advertised window (bytes).
+    pub rcv_wnd: u32,
+    /// `sk_sndbuf`.
+    pub sndbuf: u32,
+    /// `sk_rcvbuf`.
+    pub rcvbuf: u32,
+    /// Unsent bytes.
+    pub notsent: u32,
+    /// Delivery rate (bit/s).
+    pub delivery_rate_bps: f64,
+    /// Bytes ACKed by the peer.
+    pub bytes_acked: u64,
+    /// Bytes received in order.
+    pub bytes_received: u64,
+}
+
+impl TcpSample {
+    fn new(t: Instant, flow: &str, node: &str, sock: u32, conn: String, i: &wirelab_tcp::TcpInfo) -> Self {
+        TcpSample {
+            time_s: t.as_secs_f64(),
+            flow: flow.to_string(),
+            node: node.to_string(),
+            sock,
+            conn,
+            state: i.state.name(),
+            ca_state: format!("{:?}", i.ca_state),
+            cwnd: i.cwnd,
+            ssthresh: i.ssthresh,
+            srtt_ms: i.srtt_us as f64 / 1000.0,
+            rttvar_ms: i.rttvar_us as f64 / 1000.0,
+            rto_ms: i.rto_us as f64 / 1000.0,
+            snd_mss: i.snd_mss,
+            unacked: i.unacked,
+            sacked: i.sacked,
+            lost: i.lost,
+            retrans: i.retrans,
+            total_retrans: i.total_retrans,
+            snd_wnd: i.snd_wnd,
+            rcv_wnd: i.rcv_wnd,
+            sndbuf: i.sndbuf,
+            rcvbuf: i.rcvbuf,
+            notsent: i.notsent_bytes,
+            delivery_rate_bps: i.delivery_rate as f64 * 8.0,
+            bytes_acked: i.bytes_acked,
+            bytes_received: i.bytes_received,
+        }
+    }
+}
+
+/// An SCTP association time-series row.
+#[derive(Clone, Debug, Serialize)]
+pub struct SctpSample {
+    /// Time (s).
+    pub time_s: f64,
+    /// Owning app.
+    pub flow: String,
+    /// Node.
+    pub node: String,
+    /// Socket id on that node.
+    pub sock: u32,
+    /// State.
+    pub state: String,
+    /// cwnd summed over active paths (bytes).
+    pub cwnd: u64,
+    /// ssthresh of the active path (bytes).
+    pub ssthresh: u32,
+    /// Bytes in flight over all paths.
+    pub flight: u64,
+    /// RTO of the active path (ms).
+    pub rto_ms: f64,
+    /// SRTT of the active path (ms).
+    pub srtt_ms: f64,
+    /// Active path index.
+    pub active_path: usize,
+    /// Peer's receive window.
+    pub peer_rwnd: u32,
+    /// Our receive window.
+    pub rwnd: u32,
+    /// `sk_sndbuf`.
+    pub sndbuf: u64,
+    /// `sk_rcvbuf`.
+    pub rcvbuf: u64,
+    /// Send-buffer charge.
+    pub sndbuf_used: u64,
+    /// Send-buffer occupancy in percent of `sndbuf`.
+    pub sndbuf_occupancy_pct: f64,
+    /// Unsent bytes.
+    pub out_qlen: u64,
+    /// Sent, unacked bytes.
+    pub outstanding: u64,
+    /// Chunks retransmitted.
+    pub retransmits: u64,
+    /// Bytes delivered to the app.
+    pub bytes_delivered: u64,
+    /// Bytes cumulatively acked.
+    pub bytes_acked: u64,
+}
+
+/// An SCTP path time-series row.
+#[derive(Clone, Debug, Serialize)]
+pub struct SctpPathSample {
+    /// Time (s).
+    pub time_s: f64,
+    /// Owning app.
+    pub flow: String,
+    /// Node.
+    pub node: String,
+    /// Socket id on that node.
+    pub sock: u32,
+    /// Path index.
+    pub path: usize,
+    /// Peer address.
+    pub addr: String,
+    /// Path state.
+    pub state: String,
+    /// Primary path.
+    pub primary: bool,
+    /// cwnd (bytes).
+    pub cwnd: u32,
+    /// ssthresh (bytes).
+    pub ssthresh: u32,
+    /// Flight (bytes).
+    pub flight: u32,
+    /// RTO (ms).
+    pub rto_ms: f64,
+    /// SRTT (ms).
+    pub srtt_ms: f64,
+    /// Error count.
+    pub error_count: u32,
+}
+
 /// Collects everything a run records.
 #[derive(Default)]
 pub struct Recorder {
@@ -138,6 +310,9 @@ pub struct Recorder {
     pub(crate) probe: Vec<ProbeRecord>,
     pub(crate) flow_series: Vec<FlowSample>,
     pub(crate) queue_series: Vec<QueueSample>,
+    pub(crate) tcp_series: Vec<TcpSample>,
+    pub(crate) sctp_series: Vec<SctpSample>,
+    pub(crate) path_series: Vec<SctpPathSample>,
     last_sample: Option<(Instant, Vec<(u64, u64)>)>,
     fingerprint: u64,
 }
@@ -152,6 +327,53 @@ fn mix(h: u64, v: u64) -> u64 {
 }
 
 impl Recorder {
+    fn push_sctp(&mut self, now: Instant, flow: &str, node: &str, sock: u32, i: &wirelab_sctp::AssocInfo) {
+        let t = now.as_secs_f64();
+        let act = i.paths.get(i.active_path);
+        self.sctp_series.push(SctpSample {
+            time_s: t,
+            flow: flow.to_string(),
+            node: node.to_string(),
+            sock,
+            state: format!("{:?}", i.state),
+            cwnd: i.paths.iter().filter(|p| p.state == wirelab_sctp::PathState::Active).map(|p| p.cwnd as u64).sum(),
+            ssthresh: act.map_or(0, |p| p.ssthresh),
+            flight: i.paths.iter().map(|p| p.flight as u64).sum(),
+            rto_ms: act.map_or(0.0, |p| p.rto_ms),
+            srtt_ms: act.map_or(0.0, |p| p.srtt_ms),
+            active_path: i.active_path,
+            peer_rwnd: i.peer_rwnd,
+            rwnd: i.rwnd,
+            sndbuf: i.sndbuf,
+            rcvbuf: i.rcvbuf,
+            sndbuf_used: i.sndbuf_used,
+            sndbuf_occupancy_pct: if i.sndbuf > 0 { i.sndbuf_used as f64 * 100.0 / i.sndbuf as f64 } else { 0.0 },
+            out_qlen: i.out_qlen,
+            outstanding: i.outstanding_bytes,
+            retransmits: i.stats.retransmits,
+            bytes_delivered: i.stats.bytes_delivered,
+            bytes_acked: i.stats.bytes_acked,
+        });
+        for (k, p) in i.paths.iter().enumerate() {
+            self.path_series.push(SctpPathSample {
+                time_s: t,
+                flow: flow.to_string(),
+                node: node.to_string(),
+                sock,
+                path: k,
+                addr: p.addr.to_string(),
+                state: format!("{:?}", p.state),
+                primary: p.primary,
+                cwnd: p.cwnd,
+                ssthresh: p.ssthresh,
+                flight: p.flight,
+                rto_ms: p.rto_ms,
+                srtt_ms: p.srtt_ms,
+                error_count: p.error_count,
+            });
+        }
+    }
+
     pub(crate) fn capture(&mut self, c: u32, t: Instant, iface: u32, dir: CaptureDir, ip: &[u8]) {
         self.captures[c as usize].record(t, iface, dir, ip);
     }
@@ -187,6 +409,21 @@ impl Recorder {
                     tx_rate_bps: (tx - prev[i].0) as f64 * 8.0 / dt,
                 });
             }
+        }
+        for a in apps {
+            let node = &nodes[a.node as usize];
+            let Some(stack) = node.stack.as_deref() else { continue };
+            a.tcp_sockets(&mut |s| {
+                if let Some(i) = stack.tcp.info(s) {
+                    let conn = stack.tcp.addrs(s).map(|(l, r)| format!("{l}->{r}")).unwrap_or_default();
+                    self.tcp_series.push(TcpSample::new(now, &a.name, &node.name, s.0, conn, &i));
+                }
+            });
+            a.sctp_sockets(&mut |s| {
+                if let Some(i) = stack.sctp.info(s) {
+                    self.push_sctp(now, &a.name, &node.name, s.0, &i);
+                }
+            });
         }
         for n in nodes {
             for f in &n.ifaces {

@@ -1,6 +1,6 @@
 //! What a run produces, as plain tables (serialised by the CLI and Python layers).
 use crate::apps::FlowSummary;
-use crate::record::{FlowSample, ProbeRecord, QueueSample};
+use crate::record::{FlowSample, ProbeRecord, QueueSample, SctpPathSample, SctpSample, TcpSample};
 use crate::sim::{NodeCounters, Sim};
 use serde::Serialize;
 
@@ -109,6 +109,15 @@ pub struct RunResults {
     /// Queue probe rows.
     #[serde(skip)]
     pub probe: Vec<ProbeRecord>,
+    /// Per-TCP-socket time series (`tcp_info` names).
+    #[serde(skip)]
+    pub tcp_series: Vec<TcpSample>,
+    /// Per-SCTP-association time series.
+    #[serde(skip)]
+    pub sctp_series: Vec<SctpSample>,
+    /// Per-SCTP-path time series.
+    #[serde(skip)]
+    pub sctp_path_series: Vec<SctpPathSample>,
 }
 
 impl Sim {
@@ -174,6 +183,9 @@ impl Sim {
             flow_series: std::mem::take(&mut self.rec.flow_series),
             queue_series: std::mem::take(&mut self.rec.queue_series),
             probe: std::mem::take(&mut self.rec.probe),
+            tcp_series: std::mem::take(&mut self.rec.tcp_series),
+            sctp_series: std::mem::take(&mut self.rec.sctp_series),
+            sctp_path_series: std::mem::take(&mut self.rec.path_series),
         })
     }
 }

@@ -5,13 +5,14 @@
 //! receiving interface. The transmitter pulls from the qdisc whenever it is idle, like a
 //! NIC draining `dev_queue_xmit`'s queue. Only `Link`, `App`, `Stack`, `Change` and
 //! `Sample` entries live in the event heap; packets in flight stay inside their link.
-use crate::apps::{write_probe_header, App, AppKind, UDP_IP_OVERHEAD};
+use crate::apps::{write_probe_header, App, AppCtx, AppInput, AppKind, UDP_IP_OVERHEAD};
+use crate::stack::{HostStack, StackConfig};
 use crate::event::{Event, EventQueue};
 use crate::record::{CaptureDir, CaptureSink, ProbeEvent, ProbeRecord, Recorder};
 use crate::routing::{NextHop, RouteTable};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
-use wirelab_core::{Duration, Instant, Pkt, Rng};
+use wirelab_core::{Duration, Instant, Pkt, Rng, Transmit, HEADROOM};
 use wirelab_link::{LinkDirection, NetemSpec};
 use wirelab_qdisc::Qdisc;
 use wirelab_wire::ipv4::{Ipv4Packet, Ipv4Repr};
@@ -84,6 +85,12 @@ pub(crate) struct Node {
     pub ip_ident: u16,
     pub udp_ports: HashMap<u16, u32>,
     pub counters: NodeCounters,
+    /// Interface addresses in interface order (SCTP binds all of them).
+    pub addrs: Vec<Ipv4Addr>,
+    /// Transport configuration used when the stack is created.
+    pub stack_cfg: StackConfig,
+    /// TCP/SCTP endpoints, created on first use.
+    pub stack: Option<Box<HostStack>>,
 }
 
 pub(crate) struct LinkDir {
@@ -139,7 +146,14 @@ pub struct Sim {
     pub(crate) counters: RunCounters,
     pub(crate) sample_interval: Duration,
     pub(crate) started: bool,
+    /// Recycled packet buffers (no per-packet allocation in steady state).
+    pub(crate) pool: Vec<Vec<u8>>,
+    /// Scratch list of socket events to hand to apps.
+    ev_scratch: Vec<(u32, AppInput)>,
 }
+
+/// Packet buffers kept for reuse.
+const POOL_MAX: usize = 8192;
 
 /// Errors from building a simulation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,6 +184,8 @@ impl Sim {
             counters: RunCounters::default(),
             sample_interval: Duration::from_millis(100),
             started: false,
+            pool: Vec::new(),
+            ev_scratch: Vec::new(),
         }
     }
 
@@ -196,6 +212,9 @@ impl Sim {
             ip_ident: 0,
             udp_ports: HashMap::new(),
             counters: NodeCounters::default(),
+            addrs: Vec::new(),
+            stack_cfg: StackConfig::default(),
+            stack: None,
         });
         (self.nodes.len() - 1) as NodeId
     }
@@ -219,6 +238,10 @@ impl Sim {
     /// Address of interface `i` of node `n`.
     pub fn iface_addr(&self, n: NodeId, i: u32) -> IfAddr {
         self.nodes[n as usize].ifaces[i as usize].addr
+    }
+    /// All interface addresses of a node, in interface order.
+    pub fn node_addrs(&self, n: NodeId) -> Vec<Ipv4Addr> {
+        self.nodes[n as usize].addrs.clone()
     }
     /// First interface address of a node.
     pub fn primary_addr(&self, n: NodeId) -> Option<Ipv4Addr> {
@@ -267,6 +290,7 @@ impl Sim {
             let node = &mut self.nodes[n as usize];
             let dev = format!("{}:{}", node.name, nm);
             node.ifaces.push(Iface { name: nm.to_string(), addr, out, qdisc: q, capture: None, probe: false, dev });
+            node.addrs.push(addr.addr);
             // connected route (`proto kernel scope link`)
             let idx = node.ifaces.len() as u32 - 1;
             node.routes.add(addr.network(), addr.prefix, NextHop { iface: idx, via: None });
@@ -412,11 +436,7 @@ impl Sim {
         }
         self.started = true;
         for i in 0..self.apps.len() {
-            let t = match &self.apps[i].kind {
-                AppKind::UdpCbr(c) => Some(c.start),
-                AppKind::UdpSink(_) => None,
-            };
-            if let Some(t) = t {
+            if let Some(t) = self.apps[i].start_time() {
                 self.arm_app(i as u32, t);
             }
         }
@@ -443,7 +463,7 @@ impl Sim {
             match ev {
                 Event::Link(d) => self.on_link(d),
                 Event::App(a) => self.on_app(a),
-                Event::Stack(_) => {}
+                Event::Stack(n) => self.on_stack_timer(n),
                 Event::Change(c) => self.on_change(c),
                 Event::Sample => {
                     self.rec.sample(self.now, &self.apps, &self.nodes, &self.dirs);
@@ -499,10 +519,182 @@ impl Sim {
                 }
             }
             AppKind::UdpSink(_) => None,
+            _ => {
+                self.app_input(a, AppInput::Timer);
+                return;
+            }
         };
         if let Some(t) = next {
             self.arm_app(a, t);
         }
+    }
+
+    /// Sets the transport configuration of node `n` (before its stack is created).
+    pub fn set_stack_config(&mut self, n: NodeId, cfg: StackConfig) {
+        self.nodes[n as usize].stack_cfg = cfg;
+    }
+
+    /// The stack of node `n`, if it was created.
+    pub fn stack(&self, n: NodeId) -> Option<&HostStack> {
+        self.nodes[n as usize].stack.as_deref()
+    }
+
+    fn ensure_stack(&mut self, n: NodeId) {
+        let seed = self.seed;
+        let node = &mut self.nodes[n as usize];
+        if node.stack.is_none() {
+            let cfg = &node.stack_cfg;
+            let tcp_cfg = cfg.tcp.clone().unwrap_or_else(|| wirelab_tcp::TcpConfig::profile("linux-6").expect("linux-6"));
+            let sctp_cfg = cfg.sctp.clone().unwrap_or_else(|| wirelab_sctp::SctpConfig::profile("linux-6").expect("linux-6"));
+            let tcp = wirelab_tcp::TcpEndpoint::new(tcp_cfg, Rng::stream(seed, &format!("node/{}/tcp", node.name)));
+            let sctp = wirelab_sctp::SctpEndpoint::new(sctp_cfg, Rng::stream(seed, &format!("node/{}/sctp", node.name)));
+            node.stack = Some(Box::new(HostStack::new(tcp, sctp)));
+        }
+    }
+
+    /// Source address for traffic from `n` to `dst` (the outgoing interface's address).
+    fn source_addr(&self, n: NodeId, dst: Ipv4Addr) -> Option<Ipv4Addr> {
+        let node = &self.nodes[n as usize];
+        let hop = node.routes.lookup(dst)?;
+        Some(node.ifaces[hop.iface as usize].addr.addr)
+    }
+
+    /// Runs one input through a stack-using app, then services the node's stack.
+    fn app_input(&mut self, a: u32, input: AppInput) {
+        let n = self.apps[a as usize].node;
+        self.app_input_inner(a, input);
+        self.service_stack(n);
+    }
+
+    fn app_input_inner(&mut self, a: u32, input: AppInput) {
+        let now = self.now;
+        let n = self.apps[a as usize].node;
+        self.ensure_stack(n);
+        let src = self.apps[a as usize].dst_addr().and_then(|d| self.source_addr(n, d));
+        let node = &mut self.nodes[n as usize];
+        let Some(stack) = node.stack.as_deref_mut() else { return };
+        let mut ctx = AppCtx { now, app: a, stack, src, local_addrs: &node.addrs };
+        let next = match &mut self.apps[a as usize].kind {
+            AppKind::TcpBulk(b) => b.on_input(&mut ctx, input),
+            AppKind::TcpServer(v) => v.on_input(&mut ctx, input),
+            AppKind::TcpRr(r) => r.on_input(&mut ctx, input),
+            AppKind::SctpBulk(b) => b.on_input(&mut ctx, input),
+            AppKind::SctpServer(v) => v.on_input(&mut ctx, input),
+            AppKind::UdpCbr(_) | AppKind::UdpSink(_) => None,
+        };
+        if let Some(t) = next {
+            if t >= now && self.app_timers[a as usize] != Some(t) {
+                self.arm_app(a, t);
+            }
+        }
+    }
+
+    /// Drains the stack of node `n`: transmits become IPv4 datagrams on their egress
+    /// interface, socket events go to the owning apps (which may send more), and the
+    /// stack's timer entry is refreshed.
+    fn service_stack(&mut self, n: NodeId) {
+        let now = self.now;
+        loop {
+            loop {
+                let mut buf = self.pool.pop().unwrap_or_default();
+                buf.clear();
+                buf.resize(HEADROOM, 0);
+                let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() else { return };
+                let t = match stack.tcp.poll_transmit(now, &mut buf) {
+                    Some(t) => Some(t),
+                    None => stack.sctp.poll_transmit(now, &mut buf),
+                };
+                match t {
+                    Some(t) => self.send_ip(n, t, buf),
+                    None => {
+                        self.recycle(buf);
+                        break;
+                    }
+                }
+            }
+            let mut evs = std::mem::take(&mut self.ev_scratch);
+            if let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() {
+                while let Some((s, e)) = stack.tcp.poll_event() {
+                    if let Some(a) = stack.tcp_owner(s) {
+                        evs.push((a, AppInput::Tcp(s, e)));
+                    }
+                }
+                while let Some((s, e)) = stack.sctp.poll_event() {
+                    if let Some(a) = stack.sctp_owner(s) {
+                        evs.push((a, AppInput::Sctp(s, e)));
+                    }
+                }
+            }
+            if evs.is_empty() {
+                self.ev_scratch = evs;
+                break;
+            }
+            for &(a, input) in &evs {
+                self.app_input_inner(a, input);
+            }
+            evs.clear();
+            self.ev_scratch = evs;
+        }
+        self.schedule_stack(n);
+    }
+
+    fn schedule_stack(&mut self, n: NodeId) {
+        let now = self.now;
+        let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() else { return };
+        if let Some(t) = stack.poll_timeout() {
+            let t = t.max(now);
+            if stack.scheduled.is_none_or(|s| t < s || s < now) {
+                stack.scheduled = Some(t);
+                self.events.push(t, Event::Stack(n));
+            }
+        }
+    }
+
+    fn on_stack_timer(&mut self, n: NodeId) {
+        let now = self.now;
+        let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() else { return };
+        if stack.scheduled != Some(now) {
+            return; // superseded entry
+        }
+        stack.scheduled = None;
+        if stack.tcp.poll_timeout().is_some_and(|t| t <= now) {
+            stack.tcp.handle_timeout(now);
+        }
+        if stack.sctp.poll_timeout().is_some_and(|t| t <= now) {
+            stack.sctp.handle_timeout(now);
+        }
+        self.service_stack(n);
+    }
+
+    #[inline]
+    fn recycle(&mut self, buf: Vec<u8>) {
+        if self.pool.len() < POOL_MAX {
+            self.pool.push(buf);
+        }
+    }
+
+    /// Wraps a transport segment (after `HEADROOM`) in an IPv4 header and routes it.
+    fn send_ip(&mut self, n: NodeId, t: Transmit, mut buf: Vec<u8>) {
+        let node = &mut self.nodes[n as usize];
+        let Some(hop) = node.routes.lookup(t.dst) else {
+            node.counters.no_route += 1;
+            self.recycle(buf);
+            return;
+        };
+        node.ip_ident = node.ip_ident.wrapping_add(1);
+        let ip = Ipv4Repr {
+            src: t.src,
+            dst: t.dst,
+            protocol: t.proto,
+            payload_len: buf.len() - HEADROOM,
+            ttl: 64,
+            tos: t.tos,
+            ident: node.ip_ident,
+            dont_frag: t.dont_frag,
+        };
+        ip.emit(&mut buf);
+        let pkt = self.new_pkt(buf);
+        self.enqueue(n, hop.iface, pkt);
     }
 
     fn new_pkt(&mut self, data: Vec<u8>) -> Pkt {
@@ -567,6 +759,9 @@ impl Sim {
         let _ = verdict;
         for p in drops.drain(..) {
             self.rec.drop_hash(now, p.meta.id);
+            if self.pool.len() < POOL_MAX {
+                self.pool.push(p.data);
+            }
         }
         self.drops = drops;
         self.kick(dir);
@@ -703,10 +898,28 @@ impl Sim {
                     }
                 }
             }
+            wirelab_wire::ip_proto::TCP | wirelab_wire::ip_proto::SCTP => {
+                let proto = ipp.protocol();
+                let tos = ipp.tos();
+                self.ensure_stack(n);
+                if let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() {
+                    let ipp = Ipv4Packet::new_unchecked(&pkt.data[..]);
+                    let payload = ipp.payload();
+                    if proto == wirelab_wire::ip_proto::TCP {
+                        stack.tcp.handle_packet(now, src, dst, tos, payload);
+                    } else {
+                        stack.sctp.handle_packet(now, src, dst, tos, payload);
+                    }
+                }
+                self.recycle(pkt.data);
+                self.service_stack(n);
+                return;
+            }
             _ => {
                 self.nodes[n as usize].counters.no_socket += 1;
             }
         }
+        self.recycle(pkt.data);
     }
 
     /// Interval between datagrams for a CBR source of `rate_bps` counted over IP bytes.

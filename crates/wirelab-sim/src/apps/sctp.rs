@@ -1,0 +1,323 @@
+//! SCTP applications: an iperf3-like client that writes messages greedily (one-to-one
+//! style socket, messages spread round-robin over `streams`), and a server that discards
+//! or echoes what arrives.
+use super::tcp::{AppCtx, AppInput, ClientPhase, PATTERN};
+use std::net::Ipv4Addr;
+use wirelab_core::{Instant, SockEvent};
+use wirelab_sctp::{SockOpt, SocketId};
+
+/// An iperf3-like SCTP client.
+#[derive(Clone, Debug)]
+pub struct SctpBulk {
+    /// Peer addresses (the first is the primary path).
+    pub dst: Vec<Ipv4Addr>,
+    /// Peer port.
+    pub port: u16,
+    /// Use only the route's source address instead of every interface address.
+    pub single_homed: bool,
+    /// Association start.
+    pub start: Instant,
+    /// Stop writing at.
+    pub stop: Option<Instant>,
+    /// Total bytes to write.
+    pub bytes: Option<u64>,
+    /// Message size (iperf3's SCTP default: 64 KiB).
+    pub msg_size: u32,
+    /// Outbound streams used round-robin.
+    pub streams: u16,
+    /// Unordered delivery.
+    pub unordered: bool,
+    /// Options set after `connect()`, before the INIT is sent.
+    pub opts: Vec<SockOpt>,
+    /// State.
+    pub st: SctpClientState,
+}
+
+/// Run-time state of an SCTP client.
+#[derive(Clone, Debug)]
+pub struct SctpClientState {
+    /// Phase.
+    pub phase: ClientPhase,
+    /// Socket.
+    pub sock: Option<SocketId>,
+    /// Bytes written.
+    pub written: u64,
+    /// Messages written.
+    pub msgs: u64,
+    /// Bytes read back (echo).
+    pub read: u64,
+    /// `connect()` time.
+    pub t_start: Option<Instant>,
+    /// COMM_UP.
+    pub t_connected: Option<Instant>,
+    /// Association closed after our shutdown.
+    pub t_done: Option<Instant>,
+    /// Last error text.
+    pub error: Option<String>,
+    /// Final association info.
+    pub last_info: Option<wirelab_sctp::AssocInfo>,
+}
+
+impl Default for SctpClientState {
+    fn default() -> Self {
+        SctpClientState { phase: ClientPhase::Idle, sock: None, written: 0, msgs: 0, read: 0, t_start: None, t_connected: None, t_done: None, error: None, last_info: None }
+    }
+}
+
+impl SctpBulk {
+    /// Handles one input; returns the next timer to arm.
+    pub fn on_input(&mut self, ctx: &mut AppCtx, input: AppInput) -> Option<Instant> {
+        match input {
+            AppInput::Timer => {
+                if self.st.phase == ClientPhase::Idle {
+                    let locals: Vec<Ipv4Addr> = if self.single_homed { ctx.src.into_iter().collect() } else { ctx.local_addrs.to_vec() };
+                    match ctx.stack.sctp.connect(ctx.now, &locals, &self.dst, self.port) {
+                        Ok(s) => {
+                            for o in &self.opts {
+                                let _ = ctx.stack.sctp.set_option(s, o.clone());
+                            }
+                            ctx.stack.own_sctp(s, ctx.app);
+                            self.st.sock = Some(s);
+                            self.st.phase = ClientPhase::Connecting;
+                            self.st.t_start = Some(ctx.now);
+                        }
+                        Err(e) => {
+                            self.st.phase = ClientPhase::Failed;
+                            self.st.error = Some(e.to_string());
+                        }
+                    }
+                    return self.stop;
+                }
+                if self.st.phase == ClientPhase::Sending {
+                    self.finish(ctx);
+                }
+                None
+            }
+            AppInput::Sctp(s, ev) if Some(s) == self.st.sock => {
+                match ev {
+                    SockEvent::Connected => {
+                        self.st.t_connected = Some(ctx.now);
+                        self.st.phase = ClientPhase::Sending;
+                        self.write_more(ctx);
+                    }
+                    SockEvent::Writable => {
+                        if self.st.phase == ClientPhase::Sending {
+                            self.write_more(ctx);
+                        }
+                    }
+                    SockEvent::Readable | SockEvent::PeerClosed => {
+                        while let Ok(Some(r)) = ctx.stack.sctp.recv_discard(ctx.now, s, usize::MAX) {
+                            if r.len == 0 {
+                                break;
+                            }
+                            self.st.read += r.len as u64;
+                        }
+                    }
+                    SockEvent::Closed => {
+                        if self.st.phase == ClientPhase::Closing {
+                            self.st.phase = ClientPhase::Done;
+                            self.st.t_done = Some(ctx.now);
+                        }
+                    }
+                    SockEvent::Reset | SockEvent::ConnectFailed => {
+                        self.st.phase = ClientPhase::Failed;
+                        self.st.error = Some(format!("{ev:?}"));
+                    }
+                    SockEvent::Incoming => {}
+                }
+                if let Some(i) = ctx.stack.sctp.info(s) {
+                    if matches!(ev, SockEvent::Closed | SockEvent::Reset | SockEvent::PeerClosed) {
+                        self.st.last_info = Some(i);
+                    }
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn write_more(&mut self, ctx: &mut AppCtx) {
+        let Some(s) = self.st.sock else { return };
+        if self.stop.is_some_and(|t| ctx.now >= t) {
+            self.finish(ctx);
+            return;
+        }
+        loop {
+            let rem = self.bytes.map_or(u64::MAX, |b| b.saturating_sub(self.st.written));
+            if rem == 0 {
+                self.finish(ctx);
+                return;
+            }
+            let n = (self.msg_size as u64).min(rem).min(PATTERN.len() as u64).max(1) as usize;
+            let stream = (self.st.msgs % self.streams.max(1) as u64) as u16;
+            match ctx.stack.sctp.send(ctx.now, s, stream, &PATTERN[..n], self.unordered) {
+                Ok(0) => return,
+                Ok(k) => {
+                    self.st.written += k as u64;
+                    self.st.msgs += 1;
+                }
+                Err(e) => {
+                    self.st.phase = ClientPhase::Failed;
+                    self.st.error = Some(e.to_string());
+                    return;
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, ctx: &mut AppCtx) {
+        if let Some(s) = self.st.sock {
+            self.st.last_info = ctx.stack.sctp.info(s);
+            let _ = ctx.stack.sctp.shutdown(ctx.now, s);
+        }
+        self.st.phase = ClientPhase::Closing;
+    }
+}
+
+/// One accepted association.
+#[derive(Clone, Debug)]
+pub struct SctpServerConn {
+    /// Socket.
+    pub sock: SocketId,
+    /// Bytes read.
+    pub rx_bytes: u64,
+    /// Messages completed.
+    pub rx_msgs: u64,
+    /// Bytes echoed.
+    pub tx_bytes: u64,
+    /// Bytes waiting to be echoed.
+    pub echo_backlog: u64,
+    /// First byte.
+    pub first_rx: Option<Instant>,
+    /// Last byte.
+    pub last_rx: Option<Instant>,
+    /// Final info.
+    pub last_info: Option<wirelab_sctp::AssocInfo>,
+    /// Closed.
+    pub closed: bool,
+}
+
+/// An SCTP server (sink or echo) listening on all of the node's addresses.
+#[derive(Clone, Debug)]
+pub struct SctpServer {
+    /// Port.
+    pub port: u16,
+    /// Echo what arrives (on the stream it arrived on).
+    pub echo: bool,
+    /// Options on the listener (inherited).
+    pub opts: Vec<SockOpt>,
+    /// Listener.
+    pub listener: Option<SocketId>,
+    /// Associations in accept order.
+    pub conns: Vec<SctpServerConn>,
+    /// Bind error.
+    pub error: Option<String>,
+}
+
+impl SctpServer {
+    /// A sink on `port`.
+    pub fn new(port: u16) -> Self {
+        SctpServer { port, echo: false, opts: Vec::new(), listener: None, conns: Vec::new(), error: None }
+    }
+
+    /// Handles one input.
+    pub fn on_input(&mut self, ctx: &mut AppCtx, input: AppInput) -> Option<Instant> {
+        match input {
+            AppInput::Timer => {
+                if self.listener.is_none() && self.error.is_none() {
+                    match ctx.stack.sctp.listen(ctx.local_addrs, self.port, 128) {
+                        Ok(l) => {
+                            for o in &self.opts {
+                                let _ = ctx.stack.sctp.set_option(l, o.clone());
+                            }
+                            ctx.stack.own_sctp(l, ctx.app);
+                            self.listener = Some(l);
+                        }
+                        Err(e) => self.error = Some(e.to_string()),
+                    }
+                }
+                None
+            }
+            AppInput::Sctp(s, ev) => {
+                if Some(s) == self.listener {
+                    while let Some(c) = ctx.stack.sctp.accept(s) {
+                        ctx.stack.own_sctp(c, ctx.app);
+                        self.conns.push(SctpServerConn { sock: c, rx_bytes: 0, rx_msgs: 0, tx_bytes: 0, echo_backlog: 0, first_rx: None, last_rx: None, last_info: None, closed: false });
+                        let i = self.conns.len() - 1;
+                        self.read(ctx, i);
+                    }
+                    return None;
+                }
+                let Some(i) = self.conns.iter().rposition(|c| c.sock == s) else { return None };
+                match ev {
+                    SockEvent::Readable | SockEvent::PeerClosed => self.read(ctx, i),
+                    SockEvent::Writable => {
+                        self.flush(ctx, i);
+                        self.read(ctx, i);
+                    }
+                    SockEvent::Closed | SockEvent::Reset => {
+                        let c = &mut self.conns[i];
+                        c.closed = true;
+                        if c.last_info.is_none() {
+                            c.last_info = ctx.stack.sctp.info(s);
+                        }
+                    }
+                    _ => {}
+                }
+                None
+            }
+            AppInput::Tcp(..) => None,
+        }
+    }
+
+    fn read(&mut self, ctx: &mut AppCtx, i: usize) {
+        let s = self.conns[i].sock;
+        loop {
+            if self.conns[i].echo_backlog > 0 || self.conns[i].closed {
+                return;
+            }
+            match ctx.stack.sctp.recv_discard(ctx.now, s, 1 << 20) {
+                Ok(Some(r)) if r.len > 0 => {
+                    let c = &mut self.conns[i];
+                    c.rx_bytes += r.len as u64;
+                    if r.end_of_message {
+                        c.rx_msgs += 1;
+                    }
+                    c.first_rx.get_or_insert(ctx.now);
+                    c.last_rx = Some(ctx.now);
+                    if self.echo {
+                        c.echo_backlog += r.len as u64;
+                        self.flush(ctx, i);
+                    }
+                }
+                Ok(Some(_)) => {
+                    // end of stream: the peer shut down
+                    let c = &mut self.conns[i];
+                    c.last_info = ctx.stack.sctp.info(s);
+                    ctx.stack.sctp.close(ctx.now, s);
+                    return;
+                }
+                _ => return,
+            }
+        }
+    }
+
+    fn flush(&mut self, ctx: &mut AppCtx, i: usize) {
+        let c = &mut self.conns[i];
+        while c.echo_backlog > 0 {
+            let n = c.echo_backlog.min(16384) as usize;
+            match ctx.stack.sctp.send(ctx.now, c.sock, 0, &PATTERN[..n], false) {
+                Ok(0) | Err(_) => return,
+                Ok(k) => {
+                    c.echo_backlog -= k as u64;
+                    c.tx_bytes += k as u64;
+                }
+            }
+        }
+    }
+
+    /// Bytes received over all associations.
+    pub fn rx_bytes(&self) -> u64 {
+        self.conns.iter().map(|c| c.rx_bytes).sum()
+    }
+}

@@ -1,0 +1,710 @@
+//! TCP applications: a bulk sender (iperf/ttcp-like, and the scp-like file transfer), a
+//! sink that reads immediately or at a configured rate, an echo server, and a
+//! request/response client.
+//!
+//! Apps talk to the host's [`TcpEndpoint`](wirelab_tcp::TcpEndpoint) through the socket
+//! calls a real program would make, and react to its [`SockEvent`]s.
+use crate::stack::HostStack;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use wirelab_core::{Duration, Instant, SockEvent};
+use wirelab_tcp::{SockError, SockOpt, SocketId};
+
+/// Bytes apps write: a fixed pattern, so captures carry recognisable payload.
+pub(crate) static PATTERN: [u8; 65536] = {
+    let mut p = [0u8; 65536];
+    let mut i = 0;
+    while i < p.len() {
+        p[i] = (i % 251) as u8;
+        i += 1;
+    }
+    p
+};
+
+/// Magic that opens a file-transfer client's pre-transfer exchange (see [`TcpBulk::exchanges`]).
+pub const EXCHANGE_MAGIC: [u8; 4] = *b"WLX1";
+/// Length of the exchange header: magic, round count, message size.
+pub const EXCHANGE_HDR: usize = 12;
+
+/// What drives an application.
+#[derive(Clone, Copy, Debug)]
+pub enum AppInput {
+    /// The app's own timer fired.
+    Timer,
+    /// A TCP socket event.
+    Tcp(SocketId, SockEvent),
+    /// An SCTP socket event.
+    Sctp(wirelab_sctp::SocketId, SockEvent),
+}
+
+/// Per-call context handed to an app.
+pub struct AppCtx<'a> {
+    /// Now.
+    pub now: Instant,
+    /// This app's index.
+    pub app: u32,
+    /// The host's stack.
+    pub stack: &'a mut HostStack,
+    /// Source address the routing table picks for the app's destination (clients).
+    pub src: Option<Ipv4Addr>,
+    /// All of the node's interface addresses (SCTP multihoming).
+    pub local_addrs: &'a [Ipv4Addr],
+}
+
+/// Phase of a client connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientPhase {
+    /// Before `start`.
+    Idle,
+    /// SYN sent.
+    Connecting,
+    /// Pre-transfer request/response rounds (file transfer).
+    Exchanging,
+    /// Writing data.
+    Sending,
+    /// All data written, FIN sent; waiting for the peer's FIN.
+    Closing,
+    /// Finished (peer closed after our FIN).
+    Done,
+    /// Connect failed or the connection was reset.
+    Failed,
+}
+
+/// A bulk sender: connects at `start`, writes `write_size` chunks greedily until `bytes`
+/// are written or `stop` is reached, then half-closes and waits for the peer's FIN.
+/// With `exchanges > 0` it is the scp-like file transfer: that many request/response
+/// rounds of `exchange_size` bytes precede the data (key exchange, authentication…).
+#[derive(Clone, Debug)]
+pub struct TcpBulk {
+    /// Destination.
+    pub dst: SocketAddrV4,
+    /// Connect time.
+    pub start: Instant,
+    /// Stop writing at this time (duration mode).
+    pub stop: Option<Instant>,
+    /// Total bytes to write.
+    pub bytes: Option<u64>,
+    /// Bytes per `write()`.
+    pub write_size: u32,
+    /// Socket options set before `connect()`.
+    pub opts: Vec<SockOpt>,
+    /// Request/response rounds before the data (scp-like).
+    pub exchanges: u32,
+    /// Bytes per exchange message.
+    pub exchange_size: u32,
+    /// State.
+    pub state: ClientState,
+}
+
+/// Run-time state of a client.
+#[derive(Clone, Debug)]
+pub struct ClientState {
+    /// Phase.
+    pub phase: ClientPhase,
+    /// The socket.
+    pub sock: Option<SocketId>,
+    /// Data bytes written (excluding exchange messages).
+    pub written: u64,
+    /// Bytes read back (echo/exchange replies).
+    pub read: u64,
+    /// Exchange rounds completed.
+    pub rounds: u32,
+    /// Bytes of the current exchange reply still expected.
+    pub pending_reply: u64,
+    /// `connect()` time.
+    pub t_start: Option<Instant>,
+    /// Handshake completion.
+    pub t_connected: Option<Instant>,
+    /// First data byte written.
+    pub t_data: Option<Instant>,
+    /// Last data byte written.
+    pub t_last_write: Option<Instant>,
+    /// Peer's FIN after ours: the transfer is complete and acknowledged.
+    pub t_done: Option<Instant>,
+    /// Last error.
+    pub error: Option<SockError>,
+    /// Final `tcp_info` (kept when the socket closes).
+    pub last_info: Option<wirelab_tcp::TcpInfo>,
+}
+
+impl Default for ClientState {
+    fn default() -> Self {
+        ClientState {
+            phase: ClientPhase::Idle,
+            sock: None,
+            written: 0,
+            read: 0,
+            rounds: 0,
+            pending_reply: 0,
+            t_start: None,
+            t_connected: None,
+            t_data: None,
+            t_last_write: None,
+            t_done: None,
+            error: None,
+            last_info: None,
+        }
+    }
+}
+
+fn connect(ctx: &mut AppCtx, dst: SocketAddrV4, opts: &[SockOpt], st: &mut ClientState) -> bool {
+    let Some(src) = ctx.src else {
+        st.phase = ClientPhase::Failed;
+        st.error = Some(SockError::AddrNotAvailable);
+        return false;
+    };
+    // options set right after connect() apply before the SYN is built (the engine emits
+    // it only on poll_transmit), as a program's setsockopt() before connect() would
+    match ctx.stack.tcp.connect(ctx.now, src, dst) {
+        Ok(s) => {
+            for o in opts {
+                let _ = ctx.stack.tcp.set_option(s, o.clone());
+            }
+            ctx.stack.own_tcp(s, ctx.app);
+            st.sock = Some(s);
+            st.phase = ClientPhase::Connecting;
+            st.t_start = Some(ctx.now);
+            true
+        }
+        Err(e) => {
+            st.phase = ClientPhase::Failed;
+            st.error = Some(e);
+            false
+        }
+    }
+}
+
+/// Drains everything readable on `s`, returning the byte count and whether EOF was seen.
+fn drain(ctx: &mut AppCtx, s: SocketId, max: usize) -> (u64, bool) {
+    let mut n = 0u64;
+    loop {
+        let want = max.saturating_sub(n as usize);
+        if want == 0 {
+            return (n, false);
+        }
+        match ctx.stack.tcp.recv_discard(ctx.now, s, want) {
+            Ok(0) => return (n, true),
+            Ok(k) => n += k as u64,
+            Err(_) => return (n, false),
+        }
+    }
+}
+
+impl TcpBulk {
+    /// Handles one input; returns the next timer to arm.
+    pub fn on_input(&mut self, ctx: &mut AppCtx, input: AppInput) -> Option<Instant> {
+        let st = &mut self.state;
+        match input {
+            AppInput::Timer => {
+                if st.phase == ClientPhase::Idle {
+                    if !connect(ctx, self.dst, &self.opts, st) {
+                        return None;
+                    }
+                    return self.stop;
+                }
+                // stop time reached: finish writing
+                if st.phase == ClientPhase::Sending {
+                    self.finish(ctx);
+                }
+                None
+            }
+            AppInput::Tcp(s, ev) if Some(s) == st.sock => {
+                match ev {
+                    SockEvent::Connected => {
+                        st.t_connected = Some(ctx.now);
+                        if self.exchanges > 0 {
+                            st.phase = ClientPhase::Exchanging;
+                            self.send_exchange(ctx);
+                        } else {
+                            st.phase = ClientPhase::Sending;
+                            self.write_more(ctx);
+                        }
+                    }
+                    SockEvent::Writable => {
+                        if st.phase == ClientPhase::Sending {
+                            self.write_more(ctx);
+                        }
+                    }
+                    SockEvent::Readable => {
+                        let (n, _) = drain(ctx, s, usize::MAX);
+                        let st = &mut self.state;
+                        st.read += n;
+                        if st.phase == ClientPhase::Exchanging {
+                            st.pending_reply = st.pending_reply.saturating_sub(n);
+                            if st.pending_reply == 0 {
+                                st.rounds += 1;
+                                if st.rounds >= self.exchanges {
+                                    st.phase = ClientPhase::Sending;
+                                    self.write_more(ctx);
+                                } else {
+                                    self.send_exchange(ctx);
+                                }
+                            }
+                        }
+                    }
+                    SockEvent::PeerClosed => {
+                        drain(ctx, s, usize::MAX);
+                        if st.phase == ClientPhase::Closing {
+                            st.phase = ClientPhase::Done;
+                            st.t_done = Some(ctx.now);
+                        }
+                        st.last_info = ctx.stack.tcp.info(s);
+                        ctx.stack.tcp.close(ctx.now, s);
+                    }
+                    SockEvent::Reset | SockEvent::ConnectFailed => {
+                        st.last_info = ctx.stack.tcp.info(s);
+                        st.phase = ClientPhase::Failed;
+                        st.error = Some(if ev == SockEvent::Reset { SockError::ConnectionReset } else { SockError::ConnectionRefused });
+                    }
+                    SockEvent::Closed => {
+                        if st.last_info.is_none() {
+                            st.last_info = ctx.stack.tcp.info(s);
+                        }
+                    }
+                    SockEvent::Incoming => {}
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn send_exchange(&mut self, ctx: &mut AppCtx) {
+        let st = &mut self.state;
+        let Some(s) = st.sock else { return };
+        let size = (self.exchange_size as usize).max(EXCHANGE_HDR);
+        let mut msg = [0u8; 1024];
+        let size = size.min(msg.len());
+        if st.rounds == 0 {
+            msg[..4].copy_from_slice(&EXCHANGE_MAGIC);
+            msg[4..8].copy_from_slice(&self.exchanges.to_be_bytes());
+            msg[8..12].copy_from_slice(&(size as u32).to_be_bytes());
+        }
+        // small messages always fit an empty send buffer
+        let _ = ctx.stack.tcp.send(ctx.now, s, &msg[..size]);
+        st.pending_reply = size as u64;
+    }
+
+    fn remaining(&self) -> u64 {
+        self.bytes.map_or(u64::MAX, |b| b.saturating_sub(self.state.written))
+    }
+
+    fn write_more(&mut self, ctx: &mut AppCtx) {
+        let Some(s) = self.state.sock else { return };
+        if self.stop.is_some_and(|t| ctx.now >= t) {
+            self.finish(ctx);
+            return;
+        }
+        loop {
+            let rem = self.remaining();
+            if rem == 0 {
+                self.finish(ctx);
+                return;
+            }
+            let n = (self.write_size as u64).min(rem).min(PATTERN.len() as u64) as usize;
+            match ctx.stack.tcp.send(ctx.now, s, &PATTERN[..n]) {
+                Ok(0) => return, // send buffer full: wait for Writable
+                Ok(k) => {
+                    let st = &mut self.state;
+                    st.t_data.get_or_insert(ctx.now);
+                    st.written += k as u64;
+                    st.t_last_write = Some(ctx.now);
+                }
+                Err(e) => {
+                    self.state.error = Some(e);
+                    self.state.phase = ClientPhase::Failed;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, ctx: &mut AppCtx) {
+        let st = &mut self.state;
+        if let Some(s) = st.sock {
+            let _ = ctx.stack.tcp.shutdown_write(ctx.now, s);
+        }
+        st.phase = ClientPhase::Closing;
+    }
+}
+
+/// One accepted connection of a server app.
+#[derive(Clone, Debug)]
+pub struct ServerConn {
+    /// Socket.
+    pub sock: SocketId,
+    /// Peer.
+    pub peer: Option<SocketAddrV4>,
+    /// Bytes read.
+    pub rx_bytes: u64,
+    /// Bytes written (echo, exchange replies).
+    pub tx_bytes: u64,
+    /// First byte read.
+    pub first_rx: Option<Instant>,
+    /// Last byte read.
+    pub last_rx: Option<Instant>,
+    /// Accepted at.
+    pub accepted: Instant,
+    /// Peer's FIN seen.
+    pub eof: bool,
+    /// File-transfer exchange: rounds left and reply size (after parsing the header).
+    pub exchange: Option<(u32, u32)>,
+    /// Bytes of the current exchange message still to read before replying.
+    pub exchange_left: u64,
+    /// Bytes not yet echoed back (echo server; waiting for send-buffer space).
+    pub echo_backlog: u64,
+    /// Final `tcp_info`.
+    pub last_info: Option<wirelab_tcp::TcpInfo>,
+    /// Closed.
+    pub closed: bool,
+}
+
+/// A server: listens on `port`, accepts every connection, and either discards what
+/// arrives (sink), or echoes it back (echo). A sink may read at a limited rate.
+#[derive(Clone, Debug)]
+pub struct TcpServer {
+    /// Local port.
+    pub port: u16,
+    /// Echo received bytes back.
+    pub echo: bool,
+    /// Read at most this many bytes per second (application-limited receiver).
+    pub read_rate: Option<u64>,
+    /// Listen backlog.
+    pub backlog: u32,
+    /// Options set on the listener (inherited by accepted sockets).
+    pub opts: Vec<SockOpt>,
+    /// Listener socket.
+    pub listener: Option<SocketId>,
+    /// Connections in accept order.
+    pub conns: Vec<ServerConn>,
+    /// Read budget carried between rate-limited reads (bytes).
+    pub budget: f64,
+    /// Time of the last rate-limited read.
+    pub last_read: Option<Instant>,
+    /// Bind error.
+    pub error: Option<SockError>,
+}
+
+/// Tick of a rate-limited reader.
+const READ_TICK: Duration = Duration::from_millis(10);
+
+impl TcpServer {
+    /// A server on `port`.
+    pub fn new(port: u16) -> Self {
+        TcpServer { port, echo: false, read_rate: None, backlog: 128, opts: Vec::new(), listener: None, conns: Vec::new(), budget: 0.0, last_read: None, error: None }
+    }
+
+    /// Starts listening (called at time zero).
+    pub fn start(&mut self, ctx: &mut AppCtx) -> Option<Instant> {
+        let addr = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, self.port);
+        match ctx.stack.tcp.listen(addr, self.backlog) {
+            Ok(l) => {
+                for o in &self.opts {
+                    let _ = ctx.stack.tcp.set_option(l, o.clone());
+                }
+                ctx.stack.own_tcp(l, ctx.app);
+                self.listener = Some(l);
+            }
+            Err(e) => self.error = Some(e),
+        }
+        self.read_rate.map(|_| ctx.now + READ_TICK)
+    }
+
+    fn conn_idx(&self, s: SocketId) -> Option<usize> {
+        // connections are few per server except in sweeps; search from the newest
+        self.conns.iter().rposition(|c| c.sock == s)
+    }
+
+    /// Handles one input; returns the next timer to arm.
+    pub fn on_input(&mut self, ctx: &mut AppCtx, input: AppInput) -> Option<Instant> {
+        match input {
+            AppInput::Timer => {
+                if self.listener.is_none() && self.error.is_none() {
+                    return self.start(ctx);
+                }
+                if let Some(rate) = self.read_rate {
+                    let dt = self.last_read.map_or(READ_TICK, |t| ctx.now - t);
+                    self.last_read = Some(ctx.now);
+                    // at most one tick of unused budget carries over, like a reader that
+                    // wakes up every tick and reads what its rate allows
+                    let cap = rate as f64 * READ_TICK.as_secs_f64() * 2.0;
+                    self.budget = (self.budget + rate as f64 * dt.as_secs_f64()).min(cap);
+                    for i in 0..self.conns.len() {
+                        if self.budget < 1.0 {
+                            break;
+                        }
+                        self.read_conn(ctx, i);
+                    }
+                    return Some(ctx.now + READ_TICK);
+                }
+                None
+            }
+            AppInput::Tcp(s, ev) => {
+                if Some(s) == self.listener {
+                    if ev == SockEvent::Incoming {
+                        while let Some(c) = ctx.stack.tcp.accept(s) {
+                            ctx.stack.own_tcp(c, ctx.app);
+                            let peer = ctx.stack.tcp.addrs(c).map(|(_, r)| r);
+                            self.conns.push(ServerConn {
+                                sock: c,
+                                peer,
+                                rx_bytes: 0,
+                                tx_bytes: 0,
+                                first_rx: None,
+                                last_rx: None,
+                                accepted: ctx.now,
+                                eof: false,
+                                exchange: None,
+                                exchange_left: 0,
+                                echo_backlog: 0,
+                                last_info: None,
+                                closed: false,
+                            });
+                            // data may already be queued
+                            let i = self.conns.len() - 1;
+                            self.read_conn(ctx, i);
+                        }
+                    }
+                    return None;
+                }
+                let Some(i) = self.conn_idx(s) else { return None };
+                match ev {
+                    SockEvent::Readable | SockEvent::PeerClosed => self.read_conn(ctx, i),
+                    SockEvent::Writable => {
+                        self.flush_echo(ctx, i);
+                        self.read_conn(ctx, i);
+                    }
+                    SockEvent::Reset | SockEvent::Closed => {
+                        let c = &mut self.conns[i];
+                        if c.last_info.is_none() {
+                            c.last_info = ctx.stack.tcp.info(s);
+                        }
+                        c.closed = true;
+                    }
+                    _ => {}
+                }
+                None
+            }
+            AppInput::Sctp(..) => None,
+        }
+    }
+
+    fn read_conn(&mut self, ctx: &mut AppCtx, i: usize) {
+        let s = self.conns[i].sock;
+        loop {
+            let c = &mut self.conns[i];
+            if c.closed {
+                return;
+            }
+            // an echo server stops reading while its replies are stuck (TCP flow control
+            // then pushes back on the client, as with a blocking echo loop)
+            if c.echo_backlog > 0 {
+                return;
+            }
+            let mut max = usize::MAX;
+            if self.read_rate.is_some() {
+                max = self.budget as usize;
+                if max == 0 {
+                    return;
+                }
+            }
+            if c.exchange_left > 0 {
+                max = max.min(c.exchange_left as usize);
+            }
+            let (n, eof) = if c.exchange.is_none() && c.rx_bytes < EXCHANGE_HDR as u64 {
+                // peek the first bytes for a file-transfer exchange header
+                let mut hdr = [0u8; EXCHANGE_HDR];
+                let want = (EXCHANGE_HDR - c.rx_bytes as usize).min(max);
+                match ctx.stack.tcp.recv(ctx.now, s, &mut hdr[..want]) {
+                    Ok(0) => (0, true),
+                    Ok(k) => {
+                        if c.rx_bytes == 0 && k == EXCHANGE_HDR && hdr[..4] == EXCHANGE_MAGIC {
+                            let rounds = u32::from_be_bytes(hdr[4..8].try_into().unwrap_or_default());
+                            let size = u32::from_be_bytes(hdr[8..12].try_into().unwrap_or_default()).max(EXCHANGE_HDR as u32);
+                            c.exchange = Some((rounds, size));
+                            c.exchange_left = (size as usize - EXCHANGE_HDR) as u64;
+                        } else if c.rx_bytes == 0 && k < EXCHANGE_HDR {
+                            // too short to tell; treat as a plain stream
+                            c.exchange = Some((0, 0));
+                        }
+                        (k as u64, false)
+                    }
+                    Err(_) => (0, false),
+                }
+            } else {
+                let got = drain(ctx, s, max);
+                (got.0, got.1 && got.0 == 0)
+            };
+            let c = &mut self.conns[i];
+            if n > 0 {
+                c.first_rx.get_or_insert(ctx.now);
+                c.last_rx = Some(ctx.now);
+                c.rx_bytes += n;
+                if self.read_rate.is_some() {
+                    self.budget -= n as f64;
+                }
+                if c.exchange_left > 0 {
+                    c.exchange_left = c.exchange_left.saturating_sub(n);
+                    if c.exchange_left == 0 {
+                        if let Some((rounds, size)) = c.exchange {
+                            // reply, then expect the next round's message
+                            let _ = ctx.stack.tcp.send(ctx.now, s, &PATTERN[..size as usize]);
+                            c.tx_bytes += size as u64;
+                            let left = rounds.saturating_sub(1);
+                            c.exchange = Some((left, size));
+                            c.exchange_left = if left > 0 { size as u64 } else { 0 };
+                        }
+                    }
+                } else if self.echo {
+                    c.echo_backlog += n;
+                    self.flush_echo(ctx, i);
+                }
+            }
+            let c = &mut self.conns[i];
+            if eof && !c.eof {
+                c.eof = true;
+                c.last_info = ctx.stack.tcp.info(s);
+                // the client half-closed: finish our side (echo data first, then FIN)
+                ctx.stack.tcp.close(ctx.now, s);
+                c.closed = true;
+                return;
+            }
+            if n == 0 {
+                return;
+            }
+        }
+    }
+
+    fn flush_echo(&mut self, ctx: &mut AppCtx, i: usize) {
+        let c = &mut self.conns[i];
+        while c.echo_backlog > 0 {
+            let n = c.echo_backlog.min(PATTERN.len() as u64) as usize;
+            match ctx.stack.tcp.send(ctx.now, c.sock, &PATTERN[..n]) {
+                Ok(0) | Err(_) => return,
+                Ok(k) => {
+                    c.echo_backlog -= k as u64;
+                    c.tx_bytes += k as u64;
+                }
+            }
+        }
+    }
+
+    /// Bytes received over all connections.
+    pub fn rx_bytes(&self) -> u64 {
+        self.conns.iter().map(|c| c.rx_bytes).sum()
+    }
+}
+
+/// Request/response client: writes `size` bytes, waits for `size` bytes back from an echo
+/// server, records the round-trip time, and repeats every `interval` (or back-to-back).
+#[derive(Clone, Debug)]
+pub struct TcpRr {
+    /// Destination (an echo server).
+    pub dst: SocketAddrV4,
+    /// First request.
+    pub start: Instant,
+    /// No request at or after this time.
+    pub stop: Instant,
+    /// Request (and response) size.
+    pub size: u32,
+    /// Time between request starts; zero = next request right after the response.
+    pub interval: Duration,
+    /// Options set before `connect()`.
+    pub opts: Vec<SockOpt>,
+    /// Connection state.
+    pub state: ClientState,
+    /// Start of the outstanding request.
+    pub req_start: Option<Instant>,
+    /// Completed transaction latencies (ns).
+    pub latencies: Vec<u64>,
+    /// Requests whose turn came while the previous one was outstanding.
+    pub skipped: u64,
+}
+
+impl TcpRr {
+    /// Handles one input; returns the next timer to arm.
+    pub fn on_input(&mut self, ctx: &mut AppCtx, input: AppInput) -> Option<Instant> {
+        match input {
+            AppInput::Timer => {
+                if self.state.phase == ClientPhase::Idle {
+                    connect(ctx, self.dst, &self.opts, &mut self.state);
+                    return None;
+                }
+                if ctx.now >= self.stop {
+                    return self.finish(ctx);
+                }
+                if self.req_start.is_some() {
+                    self.skipped += 1;
+                } else {
+                    self.request(ctx);
+                }
+                (self.interval > Duration::ZERO).then(|| ctx.now + self.interval)
+            }
+            AppInput::Tcp(s, ev) if Some(s) == self.state.sock => {
+                match ev {
+                    SockEvent::Connected => {
+                        self.state.t_connected = Some(ctx.now);
+                        self.state.phase = ClientPhase::Sending;
+                        self.request(ctx);
+                        if self.interval > Duration::ZERO {
+                            return Some(ctx.now + self.interval);
+                        }
+                    }
+                    SockEvent::Readable | SockEvent::PeerClosed => {
+                        let (n, _) = drain(ctx, s, usize::MAX);
+                        self.state.read += n;
+                        self.state.pending_reply = self.state.pending_reply.saturating_sub(n);
+                        if self.state.pending_reply == 0 {
+                            if let Some(t0) = self.req_start.take() {
+                                self.latencies.push((ctx.now - t0).as_nanos());
+                                if self.interval == Duration::ZERO {
+                                    if ctx.now >= self.stop {
+                                        return self.finish(ctx);
+                                    }
+                                    self.request(ctx);
+                                }
+                            }
+                        }
+                        if ev == SockEvent::PeerClosed {
+                            self.state.last_info = ctx.stack.tcp.info(s);
+                            if self.state.phase == ClientPhase::Closing {
+                                self.state.phase = ClientPhase::Done;
+                                self.state.t_done = Some(ctx.now);
+                            }
+                            ctx.stack.tcp.close(ctx.now, s);
+                        }
+                    }
+                    SockEvent::Reset | SockEvent::ConnectFailed => {
+                        self.state.last_info = ctx.stack.tcp.info(s);
+                        self.state.phase = ClientPhase::Failed;
+                    }
+                    _ => {}
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn request(&mut self, ctx: &mut AppCtx) {
+        let Some(s) = self.state.sock else { return };
+        let n = (self.size as usize).min(PATTERN.len());
+        match ctx.stack.tcp.send(ctx.now, s, &PATTERN[..n]) {
+            Ok(k) if k > 0 => {
+                self.state.written += k as u64;
+                self.state.pending_reply = k as u64;
+                self.req_start = Some(ctx.now);
+            }
+            _ => self.skipped += 1,
+        }
+    }
+
+    fn finish(&mut self, ctx: &mut AppCtx) -> Option<Instant> {
+        if let Some(s) = self.state.sock {
+            if self.state.phase == ClientPhase::Sending {
+                let _ = ctx.stack.tcp.shutdown_write(ctx.now, s);
+                self.state.phase = ClientPhase::Closing;
+            }
+        }
+        None
+    }
+}
