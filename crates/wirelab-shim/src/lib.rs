@@ -64,6 +64,6 @@ mod stack;
 mod tests;
 
 pub use rules::{Chain, Policy, Rule, RuleError, RuleMatch, RuleTable};
-pub use stack::{Fallback, FallbackReason, HalfClose, MatchRecord, ShimConfig, ShimInfo, ShimSocketId, ShimStack, Transport};
+pub use stack::{Fallback, FallbackReason, HalfClose, MatchRecord, NativeEvent, ShimConfig, ShimInfo, ShimSocketId, ShimStack, Transport};
 pub use wirelab_core::SockEvent;
 pub use wirelab_tcp::SockError;

@@ -9,8 +9,8 @@ use core::fmt;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use wirelab_core::{Duration, Instant, SockEvent, Transmit, HEADROOM};
-use wirelab_sctp::{SctpEndpoint, SockError as SctpError, SocketId as SctpId};
-use wirelab_tcp::{SockError, SocketId as TcpId, TcpEndpoint};
+use wirelab_sctp::{SctpEndpoint, SockError as SctpError, SockOpt as SctpOpt, SocketId as SctpId};
+use wirelab_tcp::{SockError, SockOpt, SocketId as TcpId, TcpEndpoint};
 
 /// A socket handle of the shim (listener or connection); never reused within a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -147,6 +147,7 @@ pub struct ShimInfo {
 }
 
 struct ListenerSock {
+    port: u16,
     tcp: Vec<TcpId>,
     sctp: Option<SctpId>,
     /// Transport of each `Incoming` not yet accepted, in arrival order.
@@ -182,6 +183,8 @@ struct ConnSock {
     peer_eof_at: Option<u64>,
     peer_closed_reported: bool,
     ctrl: Vec<u8>,
+    /// Options set before the transport was known, replayed on a TCP fallback.
+    opts: Vec<SockOpt>,
 }
 
 enum Slot {
@@ -217,6 +220,48 @@ pub struct ShimStack {
     events: VecDeque<(ShimSocketId, SockEvent)>,
     matches: Vec<MatchRecord>,
     now: Instant,
+    /// Engine sockets the shim ever used (ids are never reused), so events of released
+    /// ones are dropped instead of being reported as native.
+    owned_tcp: Vec<bool>,
+    owned_sctp: Vec<bool>,
+    /// Events of engine sockets opened directly through [`ShimStack::tcp_mut`] /
+    /// [`ShimStack::sctp_mut`] by native applications.
+    native: VecDeque<NativeEvent>,
+    /// SCTP ports whose INIT-ACKs (listeners) or INITs (pending connects) advertise the shim.
+    adv_listen_ports: BTreeMap<u16, u32>,
+    adv_connect_ports: BTreeMap<u16, u32>,
+    /// Listeners closed by the application: SCTP associations still completing on them are
+    /// aborted (SctpEndpoint cannot unbind a listener).
+    dead_sctp_listeners: BTreeSet<SctpId>,
+}
+
+/// An event of an engine socket that native (non-shim) applications opened through
+/// [`ShimStack::tcp_mut`] or [`ShimStack::sctp_mut`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NativeEvent {
+    /// A TCP socket's event.
+    Tcp(TcpId, SockEvent),
+    /// An SCTP socket's event.
+    Sctp(SctpId, SockEvent),
+}
+
+fn bump(m: &mut BTreeMap<u16, u32>, port: u16) {
+    *m.entry(port).or_default() += 1;
+}
+fn unbump(m: &mut BTreeMap<u16, u32>, port: u16) {
+    if let Some(n) = m.get_mut(&port) {
+        *n -= 1;
+        if *n == 0 {
+            m.remove(&port);
+        }
+    }
+}
+fn mark(v: &mut Vec<bool>, i: u32) {
+    let i = i as usize;
+    if v.len() <= i {
+        v.resize(i + 1, false);
+    }
+    v[i] = true;
 }
 
 fn map_sctp_err(e: SctpError) -> SockError {
@@ -246,6 +291,12 @@ impl ShimStack {
             events: VecDeque::new(),
             matches: Vec::new(),
             now: Instant::ZERO,
+            owned_tcp: Vec::new(),
+            owned_sctp: Vec::new(),
+            native: VecDeque::new(),
+            adv_listen_ports: BTreeMap::new(),
+            adv_connect_ports: BTreeMap::new(),
+            dead_sctp_listeners: BTreeSet::new(),
         }
     }
 
@@ -264,6 +315,23 @@ impl ShimStack {
     /// The SCTP engine (for `info` of [`ShimInfo::sctp`] sockets).
     pub fn sctp(&self) -> &SctpEndpoint {
         &self.sctp
+    }
+    /// The TCP engine, for native TCP applications sharing this host (their events come
+    /// from [`Self::poll_native_event`]). Do not touch the shim's own sockets through it.
+    pub fn tcp_mut(&mut self) -> &mut TcpEndpoint {
+        &mut self.tcp
+    }
+    /// The SCTP engine, for native SCTP applications sharing this host (events from
+    /// [`Self::poll_native_event`]; their INIT/INIT-ACKs never advertise the shim).
+    pub fn sctp_mut(&mut self) -> &mut SctpEndpoint {
+        &mut self.sctp
+    }
+    /// Next event of a native application's engine socket. Drain it after
+    /// [`Self::poll_event`].
+    pub fn poll_native_event(&mut self) -> Option<NativeEvent> {
+        let now = self.now;
+        self.drain(now);
+        self.native.pop_front()
     }
     /// Every rule decision taken so far, in order.
     pub fn matches(&self) -> &[MatchRecord] {
@@ -362,8 +430,16 @@ impl ShimStack {
             return Some(t);
         }
         let t = self.sctp.poll_transmit(now, buf)?;
-        if self.cfg.advertise {
-            adapt::append_indication(buf, HEADROOM);
+        if self.cfg.advertise && buf.len() >= HEADROOM + 16 {
+            let sport = u16::from_be_bytes([buf[HEADROOM], buf[HEADROOM + 1]]);
+            let ours = match buf[HEADROOM + 12] {
+                1 => self.adv_connect_ports.contains_key(&sport),
+                2 => self.adv_listen_ports.contains_key(&sport),
+                _ => false,
+            };
+            if ours {
+                adapt::append_indication(buf, HEADROOM);
+            }
         }
         Some(t)
     }
@@ -424,12 +500,13 @@ impl ShimStack {
         };
         let idx = self.slots.len() as u32;
         for &l in &tcp {
-            self.by_tcp.insert(l, idx);
+            self.map_tcp(l, idx);
         }
         if let Some(l) = sctp {
-            self.by_sctp.insert(l, idx);
+            self.map_sctp(l, idx);
+            bump(&mut self.adv_listen_ports, port);
         }
-        self.slots.push(Slot::Listener(ListenerSock { tcp, sctp, tokens: VecDeque::new() }, m));
+        self.slots.push(Slot::Listener(ListenerSock { port, tcp, sctp, tokens: VecDeque::new() }, m));
         self.matches.push(MatchRecord { at: self.now, socket: ShimSocketId(idx), addr: key, matched: m });
         Ok(ShimSocketId(idx))
     }
@@ -450,7 +527,7 @@ impl ShimStack {
             let idx = self.slots.len() as u32;
             let mut c = ConnSock { transport: Some(tok), tcp, sctp, connected: true, ..Default::default() };
             if let Some(t) = tcp {
-                self.by_tcp.insert(t, idx);
+                self.map_tcp(t, idx);
                 if let Some((la, ra)) = self.tcp.addrs(t) {
                     c.local_ips = vec![*la.ip()];
                     c.remote_ips = vec![*ra.ip()];
@@ -458,7 +535,7 @@ impl ShimStack {
                 }
             }
             if let Some(s) = sctp {
-                self.by_sctp.insert(s, idx);
+                self.map_sctp(s, idx);
                 if let Some((lport, pport, peer)) = self.sctp.addrs(s) {
                     c.remote_ips = vec![peer];
                     c.remote_port = pport;
@@ -489,8 +566,11 @@ impl ShimStack {
         let mut c = ConnSock { local_ips: local_ips.to_vec(), remote_ips: remote_ips.to_vec(), remote_port: port, ..Default::default() };
         if m.policy == Policy::Enable {
             let a = self.sctp.connect(now, local_ips, remote_ips, port).map_err(map_sctp_err)?;
-            self.by_sctp.insert(a, idx);
+            self.map_sctp(a, idx);
             c.sctp = Some(a);
+            if let Some((lport, _, _)) = self.sctp.addrs(a) {
+                bump(&mut self.adv_connect_ports, lport);
+            }
             if let Some(d) = self.cfg.fallback.timeout {
                 let t = now + d;
                 c.deadline = Some(t);
@@ -498,7 +578,7 @@ impl ShimStack {
             }
         } else {
             let t = self.tcp.connect(now, l0, remote)?;
-            self.by_tcp.insert(t, idx);
+            self.map_tcp(t, idx);
             c.tcp = Some(t);
             c.transport = Some(Transport::Tcp);
         }
@@ -563,6 +643,65 @@ impl ShimStack {
         r
     }
 
+    /// Reads and discards up to `max` bytes (a sink that only counts); returns like
+    /// [`Self::recv`].
+    pub fn recv_discard(&mut self, now: Instant, s: ShimSocketId, max: usize) -> Result<usize, SockError> {
+        self.now = now;
+        let c = self.conn_mut(s.0)?;
+        if let (Some(Transport::Tcp), Some(t)) = (c.transport, c.tcp) {
+            let r = self.tcp.recv_discard(now, t, max);
+            if let (Ok(n), Ok(c)) = (&r, self.conn_mut(s.0)) {
+                c.rx_bytes += *n as u64;
+            }
+            self.drain(now);
+            return r;
+        }
+        let mut scratch = [0u8; 16 * 1024];
+        let mut total = 0;
+        while total < max {
+            let k = (max - total).min(scratch.len());
+            match self.recv(now, s, &mut scratch[..k]) {
+                Ok(0) if total == 0 => return Ok(0),
+                Ok(0) => break,
+                Ok(n) => total += n,
+                Err(e) if total == 0 => return Err(e),
+                Err(_) => break,
+            }
+        }
+        Ok(total)
+    }
+
+    /// `setsockopt()` with TCP's option vocabulary. `TCP_NODELAY`, `SO_SNDBUF` and
+    /// `SO_RCVBUF` also apply to the SCTP association (`SCTP_NODELAY`, same buffers); the
+    /// TCP-only options are kept for a TCP fallback and ignored by SCTP. On a listener
+    /// the option is inherited by both transports' accepted connections.
+    pub fn set_option(&mut self, s: ShimSocketId, opt: SockOpt) -> Result<(), SockError> {
+        let sctp_opt = match opt {
+            SockOpt::NoDelay(b) => Some(SctpOpt::NoDelay(b)),
+            SockOpt::SndBuf(v) => Some(SctpOpt::SndBuf(v)),
+            SockOpt::RcvBuf(v) => Some(SctpOpt::RcvBuf(v)),
+            _ => None,
+        };
+        let (tcp, sctp): (Vec<TcpId>, Option<SctpId>) = match self.slots.get_mut(s.0 as usize) {
+            Some(Slot::Listener(l, _)) => (l.tcp.clone(), l.sctp),
+            Some(Slot::Conn(c, _)) if !c.app_closed => {
+                if c.transport.is_none() {
+                    c.opts.retain(|o| core::mem::discriminant(o) != core::mem::discriminant(&opt));
+                    c.opts.push(opt.clone());
+                }
+                (c.tcp.into_iter().collect(), c.sctp)
+            }
+            _ => return Err(SockError::InvalidSocket),
+        };
+        for t in tcp {
+            self.tcp.set_option(t, opt.clone())?;
+        }
+        if let (Some(a), Some(o)) = (sctp, sctp_opt) {
+            self.sctp.set_option(a, o).map_err(map_sctp_err)?;
+        }
+        Ok(())
+    }
+
     /// `shutdown(SHUT_WR)`: the peer reads EOF after the queued bytes and may keep
     /// sending. Over SCTP with a shim peer this is the control-stream marker; with a
     /// native SCTP peer it is an SCTP SHUTDOWN (see [`HalfClose`]).
@@ -592,8 +731,12 @@ impl ShimStack {
                 }
                 if let Some(a) = l.sctp.take() {
                     self.by_sctp.remove(&a);
-                    // SctpEndpoint has no listener close; the listener stays bound but its
-                    // connections are never accepted (documented limitation).
+                    // SctpEndpoint cannot unbind a listener: associations that still
+                    // complete on it are aborted as they arrive (like RSTs from a closed
+                    // TCP port), and it no longer advertises the shim.
+                    self.dead_sctp_listeners.insert(a);
+                    let port = l.port;
+                    unbump(&mut self.adv_listen_ports, port);
                 }
                 self.slots[idx as usize] = Slot::Free;
             }
@@ -607,6 +750,7 @@ impl ShimStack {
                     // Nothing to deliver: drop the pending open.
                     if let Some(a) = c.sctp.take() {
                         self.by_sctp.remove(&a);
+                        self.unadvertise_connect(a);
                         self.sctp.abort(now, a);
                     }
                     self.slots[idx as usize] = Slot::Free;
@@ -643,12 +787,16 @@ impl ShimStack {
                 self.by_tcp.remove(&t);
                 self.tcp.abort(now, t);
             }
-            if let Some(a) = c.sctp.take() {
-                self.by_sctp.remove(&a);
-                self.sctp.abort(now, a);
-            }
+            let pending = c.transport.is_none();
             if let Some(d) = c.deadline.take() {
                 self.deadlines.remove(&(d, idx));
+            }
+            if let Some(a) = c.sctp.take() {
+                self.by_sctp.remove(&a);
+                if pending {
+                    self.unadvertise_connect(a);
+                }
+                self.sctp.abort(now, a);
             }
             self.slots[idx as usize] = Slot::Free;
         } else if matches!(self.slots.get(idx as usize), Some(Slot::Listener(..))) {
@@ -706,6 +854,22 @@ impl ShimStack {
         match self.slots.get_mut(idx as usize) {
             Some(Slot::Conn(c, _)) => Some(c),
             _ => None,
+        }
+    }
+
+    fn map_tcp(&mut self, t: TcpId, idx: u32) {
+        self.by_tcp.insert(t, idx);
+        mark(&mut self.owned_tcp, t.0);
+    }
+    fn map_sctp(&mut self, a: SctpId, idx: u32) {
+        self.by_sctp.insert(a, idx);
+        mark(&mut self.owned_sctp, a.0);
+    }
+    /// The pending SCTP open of a connecting socket is over (connected, fallen back,
+    /// failed or closed): its INIT retransmissions stop advertising.
+    fn unadvertise_connect(&mut self, a: SctpId) {
+        if let Some((lport, _, _)) = self.sctp.addrs(a) {
+            unbump(&mut self.adv_connect_ports, lport);
         }
     }
 
@@ -921,6 +1085,7 @@ impl ShimStack {
         }
         if let Some(a) = c.sctp.take() {
             self.by_sctp.remove(&a);
+            self.unadvertise_connect(a);
             self.sctp.abort(now, a);
         }
         self.events.push_back((ShimSocketId(idx), SockEvent::ConnectFailed));
@@ -937,6 +1102,7 @@ impl ShimStack {
         }
         if let Some(a) = c.sctp.take() {
             self.by_sctp.remove(&a);
+            self.unadvertise_connect(a);
             self.sctp.abort(now, a);
         }
         let c = self.conn_any(idx).expect("checked above");
@@ -946,9 +1112,14 @@ impl ShimStack {
         let remote = SocketAddrV4::new(c.remote_ips.first().copied().unwrap_or(Ipv4Addr::UNSPECIFIED), c.remote_port);
         match self.tcp.connect(now, local, remote) {
             Ok(t) => {
-                self.by_tcp.insert(t, idx);
+                self.map_tcp(t, idx);
+                let mut opts = Vec::new();
                 if let Some(c) = self.conn_any(idx) {
                     c.tcp = Some(t);
+                    opts = std::mem::take(&mut c.opts);
+                }
+                for o in opts {
+                    let _ = self.tcp.set_option(t, o);
                 }
             }
             Err(_) => self.events.push_back((ShimSocketId(idx), SockEvent::ConnectFailed)),
@@ -982,7 +1153,12 @@ impl ShimStack {
     }
 
     fn on_tcp_event(&mut self, now: Instant, t: TcpId, ev: SockEvent) {
-        let Some(&idx) = self.by_tcp.get(&t) else { return };
+        let Some(&idx) = self.by_tcp.get(&t) else {
+            if !self.owned_tcp.get(t.0 as usize).copied().unwrap_or(false) {
+                self.native.push_back(NativeEvent::Tcp(t, ev));
+            }
+            return;
+        };
         match self.slots.get_mut(idx as usize) {
             Some(Slot::Listener(l, _)) if ev == SockEvent::Incoming => {
                 l.tokens.push_back(Transport::Tcp);
@@ -1013,7 +1189,19 @@ impl ShimStack {
     }
 
     fn on_sctp_event(&mut self, now: Instant, a: SctpId, ev: SockEvent) {
-        let Some(&idx) = self.by_sctp.get(&a) else { return };
+        let Some(&idx) = self.by_sctp.get(&a) else {
+            if self.dead_sctp_listeners.contains(&a) {
+                if ev == SockEvent::Incoming {
+                    while let Some(x) = self.sctp.accept(a) {
+                        mark(&mut self.owned_sctp, x.0);
+                        self.sctp.abort(now, x);
+                    }
+                }
+            } else if !self.owned_sctp.get(a.0 as usize).copied().unwrap_or(false) {
+                self.native.push_back(NativeEvent::Sctp(a, ev));
+            }
+            return;
+        };
         match self.slots.get_mut(idx as usize) {
             Some(Slot::Listener(l, _)) if ev == SockEvent::Incoming => {
                 l.tokens.push_back(Transport::Sctp);
@@ -1026,6 +1214,7 @@ impl ShimStack {
                     if let Some(d) = c.deadline.take() {
                         self.deadlines.remove(&(d, idx));
                     }
+                    self.unadvertise_connect(a);
                     if self.cfg.advertise {
                         if let Some((lport, pport, _)) = self.sctp.addrs(a) {
                             let c = self.conn_any(idx).expect("slot is a connection");

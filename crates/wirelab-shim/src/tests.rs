@@ -18,6 +18,8 @@ struct Node {
     ips: Vec<Ipv4Addr>,
     st: Stack,
     events: VecDeque<(u32, SockEvent)>,
+    /// Events of native sockets on a shim host.
+    native: VecDeque<NativeEvent>,
     /// A host without SCTP answers SCTP packets with ICMP protocol unreachable.
     icmp_no_sctp: bool,
 }
@@ -63,7 +65,7 @@ impl Net {
         Net { nodes: Vec::new(), now: Instant::ZERO, latency: Duration::from_millis(latency_ms), q: BTreeMap::new(), seq: 0, rng: Rng::stream(7, "net"), loss: 0.0, down: BTreeSet::new(), delivered: BTreeMap::new() }
     }
     fn add(&mut self, ips: &[&str], st: Stack) -> usize {
-        self.nodes.push(Node { ips: ips.iter().map(|s| ip(s)).collect(), st, events: VecDeque::new(), icmp_no_sctp: false });
+        self.nodes.push(Node { ips: ips.iter().map(|s| ip(s)).collect(), st, events: VecDeque::new(), native: VecDeque::new(), icmp_no_sctp: false });
         self.nodes.len() - 1
     }
     fn shim(&mut self, n: usize) -> &mut ShimStack {
@@ -122,6 +124,11 @@ impl Net {
                 };
                 let Some(e) = e else { break };
                 n.events.push_back(e);
+            }
+            if let Stack::Shim(s) = &mut n.st {
+                while let Some(e) = s.poll_native_event() {
+                    n.native.push_back(e);
+                }
             }
         }
     }
@@ -793,4 +800,138 @@ fn abort_and_close_free_sockets_and_listener_close_stops_accepting() {
     }));
     let t_ = net.now;
     assert_eq!(net.shim(s).recv(t_, ss, &mut [0u8; 8]), Err(SockError::ConnectionReset));
+}
+
+#[test]
+fn native_sctp_app_on_a_shim_host_is_not_advertised_as_shim() {
+    let (mut net, c, s) = shim_pair(5);
+    // a native SCTP server on the shim host, opened on the engine directly
+    let l = net.shim(s).sctp_mut().listen(&[], 7000, 8).unwrap();
+    let cs = net.shim(c).connect(Instant::ZERO, ip("10.0.0.1"), sa("10.0.0.2:7000")).unwrap();
+    net.shim(c).send(Instant::ZERO, cs, b"hello native").unwrap();
+    net.shim(c).shutdown_write(Instant::ZERO, cs).unwrap();
+    let (mut acc, mut got, mut eof, mut streams) = (None, Vec::new(), false, BTreeSet::new());
+    let mut incoming = false;
+    assert!(net.run(Duration::from_secs(5), |net| {
+        incoming |= net.nodes[s].native.drain(..).any(|e| e == NativeEvent::Sctp(l, SockEvent::Incoming));
+        if acc.is_none() {
+            acc = net.shim(s).sctp_mut().accept(l);
+        }
+        if let Some(a) = acc {
+            let now = net.now;
+            let mut b = [0u8; 64];
+            while let Ok(Some(r)) = net.shim(s).sctp_mut().recv(now, a, &mut b) {
+                if r.len == 0 {
+                    eof = true;
+                    break;
+                }
+                streams.insert(r.stream);
+                got.extend_from_slice(&b[..r.len]);
+            }
+        }
+        eof
+    }));
+    assert!(incoming, "native listener events go to poll_native_event");
+    assert_eq!(got, b"hello native");
+    assert_eq!(streams, BTreeSet::from([0]));
+    assert!(!net.shim(c).info(cs).unwrap().peer_is_shim);
+    assert!(net.events(s).is_empty(), "no shim events for native sockets");
+}
+
+#[test]
+fn closed_listener_refuses_new_connections_on_both_transports() {
+    let mut net = Net::new(5);
+    let c = net.add(&["10.0.0.1"], shim("c", shim_cfg("remote default enable")));
+    let s = net.add(&["10.0.0.2"], shim("s", shim_cfg("local default enable")));
+    let legacy = net.add(&["10.0.0.3"], Stack::Tcp(Box::new(TcpEndpoint::new(TcpConfig::default(), Rng::stream(7, "legacy")))));
+    let l = net.shim(s).listen(sa("0.0.0.0:80"), 8).unwrap();
+    net.shim(s).close(Instant::ZERO, l);
+    assert!(net.shim(s).info(l).is_none());
+    let cs = net.shim(c).connect(Instant::ZERO, ip("10.0.0.1"), sa("10.0.0.2:80")).unwrap();
+    let t = net.tcp(legacy).connect(Instant::ZERO, ip("10.0.0.3"), sa("10.0.0.2:80")).unwrap();
+    let (mut shim_evs, mut tcp_evs) = (Vec::new(), Vec::new());
+    net.run(Duration::from_secs(2), |net| {
+        shim_evs.extend(net.events(c).into_iter().map(|e| e.1));
+        tcp_evs.extend(net.events(legacy).into_iter().map(|e| e.1));
+        false
+    });
+    assert_eq!(tcp_evs, vec![SockEvent::ConnectFailed], "TCP: RST from the closed port ({t})");
+    // SCTP: the engine still answers the COOKIE-ECHO, but the shim aborts the new
+    // association before its COOKIE-ACK leaves, so the client falls back to TCP and gets
+    // that RST: one ConnectFailed, as for a plain TCP client
+    assert_eq!(shim_evs, vec![SockEvent::ConnectFailed]);
+    assert_eq!(net.shim(c).info(cs).unwrap().fallback, Some(FallbackReason::Abort));
+    assert!(net.events(s).is_empty() && net.nodes[s].native.is_empty());
+    let t_ = net.now;
+    assert_eq!(net.shim(c).recv(t_, cs, &mut [0u8; 4]).ok(), None);
+}
+
+#[test]
+fn options_reach_the_transport_in_use_and_survive_fallback() {
+    let mut net = Net::new(5);
+    let c = net.add(&["10.0.0.1"], shim("c", shim_cfg("remote default enable")));
+    let s = net.add(&["10.0.0.2"], shim("s", shim_cfg("local enable port 80")));
+    net.shim(s).listen(sa("0.0.0.0:80"), 8).unwrap();
+    net.shim(s).listen(sa("0.0.0.0:81"), 8).unwrap(); // TCP only: fallback
+    let a = net.shim(c).connect(Instant::ZERO, ip("10.0.0.1"), sa("10.0.0.2:80")).unwrap();
+    let b = net.shim(c).connect(Instant::ZERO, ip("10.0.0.1"), sa("10.0.0.2:81")).unwrap();
+    for x in [a, b] {
+        net.shim(c).set_option(x, wirelab_tcp::SockOpt::SndBuf(50_000)).unwrap();
+        net.shim(c).set_option(x, wirelab_tcp::SockOpt::NoDelay(true)).unwrap();
+    }
+    let mut up = 0;
+    assert!(net.run(Duration::from_secs(5), |net| {
+        up += net.events(c).iter().filter(|e| e.1 == SockEvent::Connected).count();
+        up == 2
+    }));
+    let ia = net.shim(c).info(a).unwrap();
+    let ib = net.shim(c).info(b).unwrap();
+    assert_eq!((ia.transport, ib.transport), (Some(Transport::Sctp), Some(Transport::Tcp)));
+    assert_eq!(net.shim(c).sctp().info(ia.sctp.unwrap()).unwrap().sndbuf, 100_000, "SO_SNDBUF doubled as Linux does");
+    assert_eq!(net.shim(c).tcp().info(ib.tcp.unwrap()).unwrap().sndbuf, 100_000, "replayed on the fallback TCP socket");
+    assert_eq!(net.shim(c).set_option(ShimSocketId(999), wirelab_tcp::SockOpt::NoDelay(true)), Err(SockError::InvalidSocket));
+}
+
+#[test]
+fn recv_discard_counts_bytes_on_both_transports() {
+    let mut net = Net::new(5);
+    let c = net.add(&["10.0.0.1"], shim("c", shim_cfg("remote enable port 80")));
+    let s = net.add(&["10.0.0.2"], shim("s", shim_cfg("local default enable")));
+    let mut pairs = Vec::new();
+    for port in [80, 81] {
+        pairs.push(connect_accept(&mut net, c, s, port));
+    }
+    let data = pattern(100_000, 4);
+    let mut offs = [0usize; 2];
+    let mut counts = [0usize; 2];
+    let mut eofs = [false; 2];
+    let mut shut = [false; 2];
+    assert!(net.run(Duration::from_secs(10), |net| {
+        for i in 0..2 {
+            let (cs, ss) = pairs[i];
+            shim_push(net, c, cs, &data, &mut offs[i]);
+            if offs[i] == data.len() && !shut[i] {
+                let t_ = net.now;
+                net.shim(c).shutdown_write(t_, cs).unwrap();
+                shut[i] = true;
+            }
+            loop {
+                let t_ = net.now;
+                match net.shim(s).recv_discard(t_, ss, 7000) {
+                    Ok(0) => {
+                        eofs[i] = true;
+                        break;
+                    }
+                    Ok(n) => counts[i] += n,
+                    Err(_) => break,
+                }
+            }
+        }
+        eofs == [true, true]
+    }));
+    assert_eq!(counts, [data.len(), data.len()]);
+    let t0 = net.shim(s).info(pairs[0].1).unwrap();
+    let t1 = net.shim(s).info(pairs[1].1).unwrap();
+    assert_eq!((t0.transport, t1.transport), (Some(Transport::Sctp), Some(Transport::Tcp)));
+    assert_eq!((t0.bytes_received, t1.bytes_received), (data.len() as u64, data.len() as u64));
 }
