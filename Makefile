@@ -12,7 +12,7 @@ deps:
 	@bash scripts/install-test-deps.sh
 
 install:
-	$(PYTHON) -m pip install --quiet '.[test]'
+	$(PYTHON) -m pip install --quiet '.[test,ray]'
 
 rust-test:
 	$(CARGO) test --workspace --quiet

@@ -3,6 +3,10 @@
 set -euo pipefail
 need=()
 command -v tshark >/dev/null 2>&1 || need+=(tshark)
+# a headless browser: the report test opens report.html and takes a screenshot
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-headless-shell >/dev/null 2>&1; then
+  need+=(chromium-headless-shell)
+fi
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

@@ -1,37 +1,23 @@
-"""``wirelab report DIR``: a self-contained HTML report (plots embedded) for one run."""
+"""``wirelab report DIR``: a self-contained HTML report (plots embedded, viewable offline)
+for one run (``wirelab run --out DIR``) or a sweep (``wirelab sweep --out DIR``)."""
 from __future__ import annotations
 
 import argparse
-import base64
 import html
-import io
+import sys
 from pathlib import Path
 
-import matplotlib
+from ..result import Result
+from .common import CSS, MAX_LINES, cdf_figure, figure, img, page, plt, png, table  # noqa: F401
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from ..result import Result  # noqa: E402
-
-MAX_LINES = 12  # more series than this make a plot unreadable; the rest is in the tables
-
-
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _img(b64: str, alt: str) -> str:
-    return f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{b64}"/><figcaption>{html.escape(alt)}</figcaption></figure>'
+_png, _img = png, img  # older private names
 
 
 def _table(df) -> str:
-    if df is None or len(df) == 0:
-        return "<p><em>none</em></p>"
-    return df.to_html(index=False, float_format=lambda x: f"{x:.6g}", border=0, classes="t")
+    return table(df)
+
+
+CWND_COLUMNS = ("cwnd", "snd_cwnd", "cwnd_bytes")
 
 
 def plots(res: Result) -> list[str]:
@@ -53,7 +39,29 @@ def plots(res: Result) -> list[str]:
             ax.set_title(title)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7, ncol=2, loc="best")
-            out.append(_img(_png(fig), title))
+            out.append(figure(fig, title))
+        rx_flows = rx.groupby("flow", sort=True)
+        fig, n = cdf_figure(((name, g["rx_rate_bps"] / 1e6) for name, g in rx_flows),
+                            "receive rate per sample (Mbit/s)", "CDF of receive rate")
+        if n:
+            out.append(figure(fig, "CDF of receive rate"))
+        else:
+            plt.close(fig)
+        col = next((c for c in CWND_COLUMNS if c in ts.columns), None)
+        if col is not None:
+            cw = ts[ts.groupby("flow")[col].transform("max") > 0]
+            if len(cw):
+                fig, ax = plt.subplots(figsize=(8, 3.2))
+                for i, (name, g) in enumerate(cw.groupby("flow", sort=True)):
+                    if i >= MAX_LINES:
+                        break
+                    ax.plot(g["time_s"], g[col], label=name, lw=1.2)
+                ax.set_xlabel("time (s)")
+                ax.set_ylabel(col)
+                ax.set_title("Congestion window")
+                ax.grid(alpha=0.3)
+                ax.legend(fontsize=7)
+                out.append(figure(fig, "Congestion window"))
     qs = res.queue_timeseries
     if len(qs):
         busy = qs[qs.groupby("dev")["backlog"].transform("max") > 0]
@@ -68,7 +76,7 @@ def plots(res: Result) -> list[str]:
             ax.set_title("Queue length (sampled)")
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
-            out.append(_img(_png(fig), "Queue length (sampled)"))
+            out.append(figure(fig, "Queue length (sampled)"))
     probe = res.queue_probe
     if len(probe):
         deq = probe[probe["event"] == "dequeue"]
@@ -81,17 +89,25 @@ def plots(res: Result) -> list[str]:
             ax.set_title("Queue sojourn time per packet (probe)")
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
-            out.append(_img(_png(fig), "Queue sojourn time per packet (probe)"))
+            out.append(figure(fig, "Queue sojourn time per packet (probe)"))
+            fig, n = cdf_figure(((dev, g["sojourn_ns"] / 1e6) for dev, g in deq.groupby("dev", sort=True)),
+                                "sojourn (ms)", "CDF of queue sojourn time (probe)")
+            if n:
+                out.append(figure(fig, "CDF of queue sojourn time (probe)"))
+            else:
+                plt.close(fig)
     return out
 
 
-CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1000px;color:#222}
-h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ddd}
-table.t{border-collapse:collapse;font-size:.8em}table.t td,table.t th{padding:.2em .5em;border-bottom:1px solid #eee;text-align:right}
-figure{margin:1em 0}img{max-width:100%}figcaption{font-size:.8em;color:#666}code{background:#f4f4f4;padding:0 .2em}"""
-
-
 def build_report(out_dir: Path, dest: Path | None = None) -> Path:
+    """Writes ``report.html`` for the run or sweep in ``out_dir``; returns its path."""
+    if (Path(out_dir) / "manifest.json").exists():
+        from .sweep import build_sweep_report
+        return build_sweep_report(out_dir, dest)
+    return build_run_report(out_dir, dest)
+
+
+def build_run_report(out_dir: Path, dest: Path | None = None) -> Path:
     """Writes ``report.html`` for the run in ``out_dir``; returns its path."""
     res = Result(Path(out_dir))
     s = res.summary
@@ -109,17 +125,20 @@ def build_report(out_dir: Path, dest: Path | None = None) -> Path:
         "<h2>Links</h2>", _table(res.links),
         "<h2>Files</h2>", f"<ul>{files}</ul>",
     ])
-    dest.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>wirelab: {html.escape(s['scenario']['name'])}</title><style>{CSS}</style></head><body>{body}</body></html>\n")
+    dest.write_text(page(f"wirelab: {s['scenario']['name']}", [body]))
     return dest
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="wirelab report", description="Build an HTML report from a run's output directory.")
-    ap.add_argument("dir", type=Path, help="output directory of `wirelab run`")
+    ap = argparse.ArgumentParser(prog="wirelab report",
+                                 description="Build an HTML report (plots embedded, viewable offline) "
+                                             "from a run's or a sweep's directory.")
+    ap.add_argument("dir", type=Path, help="output directory of `wirelab run` or `wirelab sweep`")
     ap.add_argument("--out", type=Path, default=None, help="report file (default DIR/report.html)")
     a = ap.parse_args(argv)
-    if not (a.dir / "summary.json").exists():
-        print(f"error: {a.dir} has no summary.json (is it the --out of `wirelab run`?)")
+    if not (a.dir / "summary.json").exists() and not (a.dir / "manifest.json").exists():
+        print(f"error: {a.dir} has neither summary.json nor manifest.json "
+              f"(is it the --out of `wirelab run` or `wirelab sweep`?)", file=sys.stderr)
         return 2
     p = build_report(a.dir, a.out)
     print(p)

@@ -1,0 +1,133 @@
+"""Shared pieces of the HTML reports: figures as embedded PNG, tables, CDFs, confidence
+intervals, the page shell. Everything is inline, so a report opens offline."""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from typing import Iterable, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+MAX_LINES = 12  # more series than this make a plot unreadable; the rest is in the tables
+
+CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1000px;color:#222}
+h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ddd}
+h3{font-size:1em;margin-top:1.2em}
+table.t{border-collapse:collapse;font-size:.8em}table.t td,table.t th{padding:.2em .5em;border-bottom:1px solid #eee;text-align:right}
+figure{margin:1em 0}img{max-width:100%}figcaption{font-size:.8em;color:#666}code{background:#f4f4f4;padding:0 .2em}
+nav a{margin-right:1em}.note{color:#666;font-size:.85em}"""
+
+# A self-check: a figure that fails to decode is reported on the console, where a headless
+# browser test (and a person with dev tools) sees it.
+SELF_CHECK = """<script>
+window.addEventListener('load', function () {
+  var bad = 0;
+  document.querySelectorAll('img').forEach(function (im) {
+    if (!im.complete || im.naturalWidth === 0) { bad++; console.error('wirelab report: figure failed to load: ' + im.alt); }
+  });
+  document.body.setAttribute('data-figures', String(document.images.length - bad));
+});
+</script>"""
+
+
+def png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def img(b64: str, alt: str) -> str:
+    return (f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{b64}"/>'
+            f'<figcaption>{html.escape(alt)}</figcaption></figure>')
+
+
+def figure(fig, title: str) -> str:
+    return img(png(fig), title)
+
+
+def table(df) -> str:
+    if df is None or len(df) == 0:
+        return "<p><em>none</em></p>"
+    return df.to_html(index=False, float_format=lambda x: f"{x:.6g}", border=0, classes="t")
+
+
+def page(title: str, body: Sequence[str]) -> str:
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{CSS}</style></head><body>{''.join(body)}{SELF_CHECK}</body></html>\n")
+
+
+def ecdf(values) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted values and their empirical CDF (i/n)."""
+    v = np.sort(np.asarray(values, dtype=float))
+    v = v[~np.isnan(v)]
+    if len(v) == 0:
+        return v, v
+    return v, np.arange(1, len(v) + 1) / len(v)
+
+
+_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+         2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+         2.052, 2.048, 2.045, 2.042]
+
+
+def t975(dof: int) -> float:
+    """Two-sided 95 % Student t quantile (table to 30 degrees of freedom, then the
+    Cornish-Fisher first-order correction of 1.96)."""
+    if dof < 1:
+        return float("nan")
+    if dof <= len(_T975):
+        return _T975[dof - 1]
+    z = 1.959964
+    return z + (z ** 3 + z) / (4 * dof)
+
+
+def mean_ci(values) -> tuple[float, float, int]:
+    """Mean, half-width of its 95 % confidence interval (NaN for one value), count."""
+    v = np.asarray([x for x in values if x == x], dtype=float)
+    n = len(v)
+    if n == 0:
+        return float("nan"), float("nan"), 0
+    m = float(v.mean())
+    if n < 2:
+        return m, float("nan"), n
+    return m, t975(n - 1) * float(v.std(ddof=1)) / math.sqrt(n), n
+
+
+def cdf_figure(series: Iterable[tuple[str, Sequence[float]]], xlabel: str, title: str):
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    n = 0
+    for label, vals in series:
+        x, y = ecdf(vals)
+        if len(x) == 0:
+            continue
+        if n >= MAX_LINES:
+            break
+        ax.step(x, y, where="post", label=label, lw=1.2)
+        n += 1
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("fraction ≤ x")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    if n:
+        ax.legend(fontsize=7, loc="lower right")
+    return fig, n
+
+
+def sink_rows(flows: pd.DataFrame) -> pd.DataFrame:
+    """Rows of flows that receive (sinks), which carry goodput, loss and delay."""
+    if not len(flows):
+        return flows
+    if "kind" in flows.columns:
+        s = flows[flows["kind"].astype(str).str.contains("sink")]
+        if len(s):
+            return s
+    return flows[flows.get("rx_packets", pd.Series(0, index=flows.index)) > 0]

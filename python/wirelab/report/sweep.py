@@ -1,0 +1,218 @@
+"""The HTML report of a sweep: per-configuration means with 95 % confidence intervals over
+seeds (bar charts and a table), CDFs across configurations, and time series of each
+configuration's first seed."""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+import pandas as pd
+
+from .common import MAX_LINES, cdf_figure, figure, mean_ci, page, plt, sink_rows, table
+
+# (column, label, scale) of sink metrics shown as bar charts
+METRICS = [
+    ("goodput_bps", "goodput (Mbit/s)", 1e-6),
+    ("loss_ratio", "loss ratio", 1.0),
+    ("delay_mean_ms", "mean one-way delay (ms)", 1.0),
+]
+
+
+def short_names(params: List[str]) -> Dict[str, str]:
+    """The shortest dotted suffix of each parameter that is unique among them:
+    ``app.flow-a.rate`` → ``flow-a.rate`` when ``app.flow-b.rate`` is swept too."""
+    out = {}
+    for p in params:
+        parts = p.split(".")
+        for n in range(1, len(parts) + 1):
+            cand = ".".join(parts[-n:])
+            if sum(1 for q in params if q == cand or q.endswith("." + cand)) == 1:
+                out[p] = cand
+                break
+        else:
+            out[p] = p
+    return out
+
+
+def _config_labels(df: pd.DataFrame, params: List[str]) -> pd.Series:
+    if not params:
+        return pd.Series(["(all)"] * len(df), index=df.index)
+    short = short_names(params)
+    return df[params].astype(str).apply(
+        lambda row: ", ".join(f"{short[p]}={row[p]}" for p in params), axis=1)
+
+
+def _configs(df: pd.DataFrame, params: List[str]) -> List[str]:
+    """Configuration labels in manifest order (first appearance)."""
+    return list(dict.fromkeys(df["config"]))
+
+
+def bar_chart(stats: pd.DataFrame, configs: List[str], metric: str, label: str):
+    """Grouped bars: one group per configuration, one bar per flow, 95 % CI whiskers."""
+    flows = list(dict.fromkeys(stats["name"]))[:MAX_LINES]
+    width = 0.8 / max(len(flows), 1)
+    fig, ax = plt.subplots(figsize=(8, 0.6 + 3.0))
+    x = np.arange(len(configs))
+    for i, f in enumerate(flows):
+        s = stats[stats["name"] == f].set_index("config").reindex(configs)
+        err = s[f"{metric}_ci95"].to_numpy(dtype=float)
+        ax.bar(x + (i - (len(flows) - 1) / 2) * width, s[f"{metric}_mean"].to_numpy(dtype=float), width,
+               yerr=np.where(np.isnan(err), 0, err), capsize=3, label=f)
+    ax.set_xticks(x)
+    many = len(configs) > 6
+    ax.set_xticklabels([c if many else c.replace(", ", "\n") for c in configs],
+                       rotation=30 if many else 0, ha="right" if many else "center", fontsize=7)
+    ax.set_ylabel(label)
+    ax.set_title(f"{label}: mean over seeds, 95 % CI")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def flow_stats(flows: pd.DataFrame, params: List[str]) -> pd.DataFrame:
+    """Per (configuration, sink flow): mean, 95 % CI half-width and count over seeds."""
+    sinks = sink_rows(flows)
+    rows = []
+    short = short_names(params)
+    for (config, name), g in sinks.groupby(["config", "name"], sort=False):
+        row = {short[p]: g[p].iloc[0] for p in params}
+        row.update({"config": config, "name": name})
+        for metric, _, scale in METRICS:
+            if metric in g.columns:
+                m, ci, n = mean_ci(g[metric] * scale)
+                row[f"{metric}_mean"], row[f"{metric}_ci95"], row["seeds"] = m, ci, n
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def build_sweep_report(root: Path, dest: Optional[Path] = None) -> Path:
+    """Writes ``report.html`` for the sweep directory ``root``; returns its path."""
+    from ..sweep import open_sweep
+
+    sw = open_sweep(root)
+    dest = Path(dest) if dest else sw.root / "report.html"
+    m = sw.manifest
+    params = sw.params
+    body: List[str] = [f"<h1>wirelab sweep report: {html.escape(sw.name)}</h1>"]
+    fixed = ", ".join(f"<code>{html.escape(k)}={html.escape(str(v))}</code>" for k, v in m.get("set", {}).items())
+    body.append(
+        f"<p>scenario <code>{html.escape(str(m['scenario']['path']))}</code> "
+        f"(sha256 <code>{m['scenario']['sha256'][:12]}</code>), {len(sw.done)} of {len(sw.planned)} runs finished, "
+        f"seeds {html.escape(str(m.get('seeds')))}, wirelab {html.escape(str(m.get('wirelab_version')))}"
+        + (f"; fixed: {fixed}" if fixed else "") + "</p>")
+    body.append("<p>Swept: " + (", ".join(f"<code>{html.escape(p)}</code>" for p in params) or "seeds only") + "</p>")
+    fails = sw.failures()
+    if fails:
+        body.append(f"<p><strong>{len(fails)} runs failed</strong>; see <code>failed/</code>.</p>")
+
+    flows = sw.flows
+    summary = sw.summary
+    if len(flows):
+        flows = flows.copy()
+        flows["config"] = _config_labels(flows, params)
+        configs = _configs(flows, params)
+        stats = flow_stats(flows, params)
+        body.append("<h2>Per configuration (mean over seeds, 95 % confidence interval)</h2>")
+        if len(stats):
+            for metric, label, _ in METRICS:
+                if f"{metric}_mean" in stats.columns and np.isfinite(stats[f"{metric}_mean"]).any():
+                    body.append(figure(bar_chart(stats, configs, metric, label), label))
+            body.append(table(stats.drop(columns=["config"])))
+        body.append("<h2>Distributions</h2>")
+        body.extend(_cdfs(sw, params, configs))
+        body.append("<h2>Time series (first seed of each configuration)</h2>")
+        body.extend(_timeseries(sw, params, configs))
+    body.append("<h2>Runs</h2>")
+    if len(summary):
+        body.append(table(summary.drop(columns=[c for c in ("wall_seconds",) if c in summary.columns])))
+    else:
+        body.append("<p><em>no finished runs</em></p>")
+    dest.write_text(page(f"wirelab sweep: {sw.name}", body))
+    return dest
+
+
+def _cdfs(sw, params: List[str], configs: List[str]) -> List[str]:
+    out = []
+    flows = sw.flows
+    sinks = sink_rows(flows).copy()
+    if len(sinks) and "goodput_bps" in sinks.columns:
+        sinks["config"] = _config_labels(sinks, params)
+        series = [(f"{c} · {f}", g["goodput_bps"] / 1e6)
+                  for c in configs for f, g in sinks[sinks["config"] == c].groupby("name", sort=True)]
+        fig, n = cdf_figure(series, "goodput over seeds (Mbit/s)", "CDF of per-run sink goodput")
+        out.append(figure(fig, "CDF of per-run sink goodput")) if n else plt.close(fig)
+    ts = sw.flow_timeseries
+    if len(ts) and "rx_rate_bps" in ts.columns:
+        ts = ts[ts.groupby(["run", "flow"])["rx_bytes"].transform("max") > 0].copy()
+        ts["config"] = _config_labels(ts, params)
+        series = [(c, ts.loc[ts["config"] == c, "rx_rate_bps"] / 1e6) for c in configs]
+        fig, n = cdf_figure(series, "receive rate per sample, all sinks (Mbit/s)", "CDF of receive rate samples")
+        out.append(figure(fig, "CDF of receive rate samples")) if n else plt.close(fig)
+    qs = sw.queue_timeseries
+    if len(qs) and "qlen" in qs.columns:
+        busy = qs[qs.groupby(["run", "dev"])["backlog"].transform("max") > 0].copy()
+        if len(busy):
+            busy["config"] = _config_labels(busy, params)
+            series = [(c, busy.loc[busy["config"] == c, "qlen"]) for c in configs]
+            fig, n = cdf_figure(series, "packets queued per sample (busy queues)", "CDF of queue length")
+            out.append(figure(fig, "CDF of queue length")) if n else plt.close(fig)
+    return out
+
+
+def _timeseries(sw, params: List[str], configs: List[str]) -> List[str]:
+    out = []
+    summ = sw.summary
+    if not len(summ):
+        return out
+    summ = summ.copy()
+    summ["config"] = _config_labels(summ, params)
+    first = summ.groupby("config", sort=False)["run"].first()  # manifest order: first seed
+    ts = sw.flow_timeseries
+    qs = sw.queue_timeseries
+    from . import CWND_COLUMNS
+
+    panels = [c for c in configs if c in first.index][:MAX_LINES]
+    if len(ts) and panels:
+        cw = next((c for c in CWND_COLUMNS if c in ts.columns), None)
+        kinds = [("rx_rate_bps", "receive rate (Mbit/s)", 1e-6)] + ([(cw, cw, 1.0)] if cw else [])
+        for col, ylabel, scale in kinds:
+            fig, axes = plt.subplots(len(panels), 1, figsize=(8, 1.9 * len(panels) + 0.4), sharex=True, squeeze=False)
+            for ax, c in zip(axes[:, 0], panels):
+                g = ts[ts["run"] == first[c]]
+                g = g[g.groupby("flow")[col].transform("max") > 0]
+                for i, (name, f) in enumerate(g.groupby("flow", sort=True)):
+                    if i >= MAX_LINES:
+                        break
+                    ax.plot(f["time_s"], f[col] * scale, label=name, lw=1.1)
+                ax.set_title(c, fontsize=8)
+                ax.set_ylabel(ylabel, fontsize=7)
+                ax.grid(alpha=0.3)
+                if len(g):
+                    ax.legend(fontsize=6, loc="upper right")
+            axes[-1, 0].set_xlabel("time (s)")
+            fig.tight_layout()
+            title = "Congestion window" if col == cw else "Receive rate per flow"
+            out.append(figure(fig, title))
+    if len(qs) and panels:
+        fig, ax = plt.subplots(figsize=(8, 3.2))
+        n = 0
+        for c in panels:
+            g = qs[qs["run"] == first[c]]
+            g = g[g.groupby("dev")["backlog"].transform("max") > 0]
+            for dev, f in g.groupby("dev", sort=True):
+                if n >= MAX_LINES:
+                    break
+                ax.plot(f["time_s"], f["qlen"], label=f"{c} {dev}" if len(panels) > 1 else dev, lw=1.1)
+                n += 1
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("packets queued")
+        ax.set_title("Queue length (busy queues)")
+        ax.grid(alpha=0.3)
+        if n:
+            ax.legend(fontsize=6)
+            out.append(figure(fig, "Queue length (busy queues)"))
+        else:
+            plt.close(fig)
+    return out
