@@ -935,3 +935,51 @@ fn recv_discard_counts_bytes_on_both_transports() {
     assert_eq!((t0.transport, t1.transport), (Some(Transport::Sctp), Some(Transport::Tcp)));
     assert_eq!((t0.bytes_received, t1.bytes_received), (data.len() as u64, data.len() as u64));
 }
+
+#[test]
+fn simultaneous_half_close_shuts_the_association_down() {
+    let (mut net, c, s) = shim_pair(20);
+    let (cs, ss) = connect_accept(&mut net, c, s, 23);
+    let t_ = net.now;
+    net.shim(c).send(t_, cs, b"client bytes").unwrap();
+    net.shim(s).send(t_, ss, b"server bytes").unwrap();
+    // both shut down before either marker can arrive (one-way latency 20 ms)
+    net.shim(c).shutdown_write(t_, cs).unwrap();
+    net.shim(s).shutdown_write(t_, ss).unwrap();
+    let (mut cg, mut sg, mut ce, mut se) = (Vec::new(), Vec::new(), false, false);
+    let (mut cc, mut sc) = (false, false);
+    assert!(net.run(Duration::from_secs(10), |net| {
+        if !ce {
+            ce = shim_pull(net, c, cs, &mut cg);
+        }
+        if !se {
+            se = shim_pull(net, s, ss, &mut sg);
+        }
+        cc |= net.events(c).contains(&(cs.0, SockEvent::Closed));
+        sc |= net.events(s).contains(&(ss.0, SockEvent::Closed));
+        ce && se && cc && sc
+    }));
+    assert_eq!((cg.as_slice(), sg.as_slice()), (&b"server bytes"[..], &b"client bytes"[..]));
+}
+
+#[test]
+fn close_delivers_queued_bytes_then_eof() {
+    let (mut net, c, s) = shim_pair(5);
+    let (cs, ss) = connect_accept(&mut net, c, s, 24);
+    let data = pattern(30_000, 8);
+    let t_ = net.now;
+    assert_eq!(net.shim(c).send(t_, cs, &data), Ok(data.len()));
+    net.shim(c).close(t_, cs);
+    assert_eq!(net.shim(c).send(t_, cs, b"x"), Err(SockError::InvalidSocket));
+    let mut got = Vec::new();
+    let mut closed = false;
+    assert!(net.run(Duration::from_secs(5), |net| {
+        let eof = shim_pull(net, s, ss, &mut got);
+        closed |= net.events(s).contains(&(ss.0, SockEvent::Closed));
+        eof && closed
+    }));
+    assert!(got == data);
+    assert!(net.events(c).is_empty(), "no events for a closed socket");
+    // the client's slot is released once the association is gone
+    assert!(net.shim(c).sockets().next().is_none());
+}
