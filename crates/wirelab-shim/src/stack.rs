@@ -820,6 +820,7 @@ impl ShimStack {
                 bytes_sent: 0,
                 bytes_received: 0,
             }),
+            Slot::Conn(c, _) if c.app_closed => None,
             Slot::Conn(c, m) => Some(ShimInfo {
                 listener: false,
                 transport: c.transport,
@@ -834,9 +835,23 @@ impl ShimStack {
         }
     }
 
-    /// Live shim sockets in id order.
+    /// Live shim sockets (not yet closed by the application) in id order.
     pub fn sockets(&self) -> impl Iterator<Item = ShimSocketId> + '_ {
-        self.slots.iter().enumerate().filter(|(_, s)| !matches!(s, Slot::Free)).map(|(i, _)| ShimSocketId(i as u32))
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| match s {
+                Slot::Free => false,
+                Slot::Conn(c, _) => !c.app_closed,
+                Slot::Listener(..) => true,
+            })
+            .map(|(i, _)| ShimSocketId(i as u32))
+    }
+
+    /// Connections closed by the application whose SCTP association is still shutting
+    /// down (the shim keeps them until SCTP's shutdown completes).
+    pub fn lingering(&self) -> usize {
+        self.slots.iter().filter(|s| matches!(s, Slot::Conn(c, _) if c.app_closed)).count()
     }
 
     // --------------------------------------------------------------------------------

@@ -971,6 +971,8 @@ fn close_delivers_queued_bytes_then_eof() {
     assert_eq!(net.shim(c).send(t_, cs, &data), Ok(data.len()));
     net.shim(c).close(t_, cs);
     assert_eq!(net.shim(c).send(t_, cs, b"x"), Err(SockError::InvalidSocket));
+    assert!(net.shim(c).info(cs).is_none());
+    assert_eq!(net.shim(c).lingering(), 1, "kept until the association is down");
     let mut got = Vec::new();
     let mut closed = false;
     assert!(net.run(Duration::from_secs(5), |net| {
@@ -981,5 +983,65 @@ fn close_delivers_queued_bytes_then_eof() {
     assert!(got == data);
     assert!(net.events(c).is_empty(), "no events for a closed socket");
     // the client's slot is released once the association is gone
-    assert!(net.shim(c).sockets().next().is_none());
+    assert_eq!(net.shim(c).lingering(), 0);
+}
+
+#[test]
+fn shutdown_before_connect_completes_is_deferred() {
+    for rules in ["local default enable", "local default disable"] {
+        let mut net = Net::new(10);
+        let c = net.add(&["10.0.0.1"], shim("c", shim_cfg("remote default enable")));
+        let s = net.add(&["10.0.0.2"], shim("s", shim_cfg(rules)));
+        let l = net.shim(s).listen(sa("0.0.0.0:25"), 8).unwrap();
+        let cs = net.shim(c).connect(Instant::ZERO, ip("10.0.0.1"), sa("10.0.0.2:25")).unwrap();
+        assert_eq!(net.shim(c).send(Instant::ZERO, cs, b"HELO x\r\nQUIT\r\n"), Ok(14));
+        net.shim(c).shutdown_write(Instant::ZERO, cs).unwrap();
+        let (mut acc, mut got) = (None, Vec::new());
+        assert!(net.run(Duration::from_secs(5), |net| {
+            if acc.is_none() {
+                acc = net.shim(s).accept(l);
+            }
+            acc.is_some_and(|a| shim_pull(net, s, a, &mut got))
+        }), "{rules}");
+        assert_eq!(got, b"HELO x\r\nQUIT\r\n", "{rules}");
+    }
+}
+
+#[test]
+fn garbage_input_never_panics() {
+    let (mut net, c, s) = shim_pair(5);
+    let (_cs, _ss) = connect_accept(&mut net, c, s, 80);
+    let mut r = Rng::stream(3, "fuzz");
+    let (a, b) = (ip("10.0.0.2"), ip("10.0.0.1"));
+    let mut buf = vec![0u8; HEADROOM];
+    let t_ = net.now;
+    // a valid shim INIT as a template for mutations
+    let mut init = Vec::new();
+    {
+        let mut tmp = ShimStack::new(shim_cfg("remote default enable"), TcpEndpoint::new(TcpConfig::default(), Rng::stream(1, "t")), SctpEndpoint::new(SctpConfig::default(), Rng::stream(1, "u")));
+        tmp.connect(Instant::ZERO, b, SocketAddrV4::new(a, 80)).unwrap();
+        tmp.poll_transmit(Instant::ZERO, &mut buf).unwrap();
+        init.extend_from_slice(&buf[HEADROOM..]);
+    }
+    assert!(matches!(adapt::strip_indication(&init), adapt::Found::Yes(1, _)));
+    for i in 0..3000 {
+        let mut p = if i % 2 == 0 { init.clone() } else { (0..r.below(200)).map(|_| r.next_u32() as u8).collect() };
+        if !p.is_empty() {
+            for _ in 0..=r.below(4) {
+                let k = r.below(p.len() as u64) as usize;
+                p[k] = r.next_u32() as u8;
+            }
+            if r.chance(0.5) {
+                wirelab_wire::crc32c::sctp_fill(&mut p);
+            }
+            if r.chance(0.2) {
+                p.truncate(r.below(p.len() as u64) as usize);
+            }
+        }
+        let proto = [6u8, 132, 17][i % 3];
+        net.shim(s).handle_packet(t_, b, a, proto, 0, &p);
+        while net.shim(s).poll_transmit(t_, &mut buf).is_some() {}
+        while net.shim(s).poll_event().is_some() {}
+        while net.shim(s).poll_native_event().is_some() {}
+    }
 }
