@@ -28,7 +28,8 @@ impl Instant {
     }
     /// Seconds since the start of the run, for reporting only.
     pub fn as_secs_f64(self) -> f64 {
-        self.0 as f64 * 1e-9
+        // divide (not multiply by 1e-9) so whole milliseconds print exactly (0.3, not 0.30000000000000004)
+        self.0 as f64 / 1e9
     }
     /// `self - earlier`, or zero if `earlier` is later.
     pub fn saturating_since(self, earlier: Instant) -> Duration {
@@ -79,7 +80,8 @@ impl Duration {
     }
     /// Float seconds, for reporting.
     pub fn as_secs_f64(self) -> f64 {
-        self.0 as f64 * 1e-9
+        // divide (not multiply by 1e-9) so whole milliseconds print exactly (0.3, not 0.30000000000000004)
+        self.0 as f64 / 1e9
     }
     /// Time to serialise `bytes` at `rate_bps` bits per second, rounded up to whole ns
     /// (a link never finishes a frame early). Zero rate means "no serialisation delay".
