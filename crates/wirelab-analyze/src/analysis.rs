@@ -79,8 +79,9 @@ impl Default for AnalyzeOptions {
 pub struct SegmentRow {
     /// Index into [`Analysis::flows`].
     pub flow: usize,
-    /// Relative sequence number of the first byte.
-    pub seq: u64,
+    /// Relative sequence number of the first byte (negative when data below the first
+    /// sequence number seen turns up later).
+    pub seq: i64,
     /// Bytes.
     pub len: u32,
     /// First transmission seen.
@@ -184,7 +185,7 @@ pub struct RetxRow {
     /// Time, ns since `t0_ns`.
     pub sent_ns: i64,
     /// Relative sequence number of its first byte.
-    pub seq: u64,
+    pub seq: i64,
     /// Payload bytes.
     pub len: u32,
 }
@@ -626,8 +627,12 @@ impl Dir {
     }
 }
 
+/// Longest run of empty intervals written as zero rows in the interval table.
+pub const MAX_ZERO_FILL: u64 = 10_000;
+
+/// `t - t0` in signed ns, saturating (pcapng timestamps can be anything up to 2^64).
 fn rel(t: u64, t0: u64) -> i64 {
-    t as i64 - t0 as i64
+    (t as i128 - t0 as i128).clamp(i64::MIN as i128, i64::MAX as i128) as i64
 }
 
 fn bps(bytes: u64, ns: i64) -> f64 {
@@ -643,7 +648,7 @@ fn bps(bytes: u64, ns: i64) -> f64 {
 /// captures, synchronise hosts or application delays shift by the clock offset).
 pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &AnalyzeOptions) -> Analysis {
     let t0 = sender.packets.iter().map(|p| p.ts_ns).min().unwrap_or(0);
-    let cx = Ctx { t0, interval: opts.interval.as_nanos().max(1) };
+    let cx = Ctx { t0, interval: opts.interval.as_nanos().clamp(1, i64::MAX as u64) };
     let mut dirs: BTreeMap<FlowKey, Dir> = BTreeMap::new();
     for p in &sender.packets {
         let k = FlowKey::of(&p.seg);
@@ -689,15 +694,15 @@ pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &Analyze
         let (mut lat, mut lat_sack, mut app) = (Vec::new(), Vec::new(), Vec::new());
         for r in &d.rows {
             let first = rel(r.first_ts, t0);
-            let latency = r.acked.map(|(t, _)| t as i64 - r.first_ts as i64);
-            let latency_sack = r.sacked.map(|t| t as i64 - r.first_ts as i64);
-            let app_delay = r.delivered.map(|t| t as i64 - r.first_ts as i64);
+            let latency = r.acked.map(|(t, _)| rel(t, r.first_ts));
+            let latency_sack = r.sacked.map(|t| rel(t, r.first_ts));
+            let app_delay = r.delivered.map(|t| rel(t, r.first_ts));
             lat.extend(latency);
             lat_sack.extend(latency_sack);
             app.extend(app_delay);
             a.segments.push(SegmentRow {
                 flow: fi,
-                seq: r.seq.max(0) as u64,
+                seq: r.seq,
                 len: (r.end - r.seq) as u32,
                 first_sent_ns: first,
                 first_frame: r.first_frame,
@@ -715,7 +720,7 @@ pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &Analyze
             });
         }
         for &(frame, t, seq, len) in &d.retx_list {
-            a.retransmissions.push(RetxRow { flow: fi, frame, sent_ns: rel(t, t0), seq: seq.max(0) as u64, len });
+            a.retransmissions.push(RetxRow { flow: fi, frame, sent_ns: rel(t, t0), seq, len });
         }
         lat.sort_unstable();
         lat_sack.sort_unstable();
@@ -729,7 +734,7 @@ pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &Analyze
             }
         }
         let start = d.first_data_ts.unwrap_or(t0);
-        let duration = d.last_ts as i64 - start as i64;
+        let duration = rel(d.last_ts, start);
         let goodput = bps(d.acked_bytes, duration);
         let class = opts.classes.iter().position(|c| c.matches(key));
         if let Some(ci) = class {
@@ -765,14 +770,25 @@ pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &Analyze
             acked_unseen: d.acked_unseen,
             unseen_first_transmissions: d.unseen_first,
         });
-        // Every interval from the flow's first to its last, zeros included.
-        if let (Some((&lo, _)), Some((&hi, _))) = (d.ivl.first_key_value(), d.ivl.last_key_value()) {
+        // Every interval from the flow's first to its last, zeros included (except across
+        // idle gaps longer than MAX_ZERO_FILL intervals, so a stray timestamp cannot
+        // produce billions of rows).
+        {
             let w = cx.interval as i64;
-            for k in lo..=hi {
+            let mut keys: Vec<u64> = Vec::new();
+            let mut prev: Option<u64> = None;
+            for &k in d.ivl.keys() {
+                if let Some(p) = prev.filter(|&p| k - p <= MAX_ZERO_FILL) {
+                    keys.extend(p + 1..k);
+                }
+                keys.push(k);
+                prev = Some(k);
+            }
+            for k in keys {
                 let v = d.ivl.get(&k).copied().unwrap_or_default();
                 let row = IntervalRow {
                     flow: fi,
-                    start_ns: k as i64 * w,
+                    start_ns: (k as i64).saturating_mul(w),
                     tx_bytes: v.tx,
                     retx_bytes: v.retx,
                     acked_bytes: v.acked,
@@ -792,7 +808,7 @@ pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &Analyze
     a.jain_flows = jain(&goodputs);
     for (k, (g, t)) in per_ivl {
         a.fairness.push(FairnessRow {
-            start_ns: k as i64 * cx.interval as i64,
+            start_ns: (k as i64).saturating_mul(cx.interval as i64),
             active_flows: g.len() as u64,
             jain_goodput: jain(&g),
             jain_throughput: jain(&t),

@@ -12,6 +12,7 @@ pub const ACK: u8 = 0x10;
 pub const PSH: u8 = 0x08;
 
 /// An IPv4 datagram carrying one TCP segment with optional SACK blocks.
+#[allow(clippy::too_many_arguments)]
 pub fn datagram(
     src: (Ipv4Addr, u16),
     dst: (Ipv4Addr, u16),
