@@ -56,7 +56,7 @@ pub(crate) struct Out<'a> {
 }
 
 /// The `icsk_retransmit_timer` kinds (`ICSK_TIME_*`): one timer, one pending kind, as in
-/// Linux 3.x. RACK's `ReoTimeout` is not modelled yet.
+/// Linux.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum XmitTimer {
     /// `ICSK_TIME_RETRANS`: RTO (also SYN/SYN-ACK retransmission).
@@ -67,7 +67,16 @@ pub(crate) enum XmitTimer {
     EarlyRetrans,
     /// `ICSK_TIME_LOSS_PROBE`: tail loss probe (`tcp_early_retrans` 3, 4).
     LossProbe,
+    /// `ICSK_TIME_REO_TIMEOUT`: RACK reordering timer.
+    ReoTimeout,
 }
+
+/// `TCP_RACK_RECOVERY_THRESH`: recoveries a widened RACK reordering window persists.
+const TCP_RACK_RECOVERY_THRESH: u32 = 16;
+/// `tcp_recovery` bits (`TCP_RACK_*`).
+const TCP_RACK_LOSS_DETECTION: u32 = 0x1;
+const TCP_RACK_STATIC_REO_WND: u32 = 0x2;
+const TCP_RACK_NO_DUPTHRESH: u32 = 0x4;
 
 /// `TCP_THIN_LINEAR_RETRIES`: linear timeouts for at most this many retransmissions.
 pub(crate) const TCP_THIN_LINEAR_RETRIES: u32 = 6;
@@ -208,6 +217,18 @@ pub(crate) struct Conn {
     tlp_high_seq: Option<SeqNumber>,
     /// The loss-probe timer fired: send a probe at the next transmit opportunity.
     tx_tlp: bool,
+    /// `tlp_retrans`: the current TLP episode retransmitted (RACK-TLP era).
+    tlp_retrans: bool,
+    // RACK (RFC 8985, net/ipv4/tcp_recovery.c): `tp->rack`
+    rack_mstamp: Option<Instant>,
+    rack_end_seq: SeqNumber,
+    rack_rtt_us: u64,
+    rack_advanced: bool,
+    rack_reord: bool,
+    rack_reo_wnd_steps: u32,
+    rack_reo_wnd_persist: u32,
+    /// Minimum RTT seen (µs; Linux keeps a 5-minute windowed minimum).
+    min_rtt_us: u32,
     /// Per-ACK `FLAG_ORIG_SACK_ACKED` / `FLAG_DATA_SACKED`.
     flag_orig_sack_acked: bool,
     flag_data_sacked: bool,
@@ -414,6 +435,15 @@ impl Conn {
             er_disabled: false,
             tlp_high_seq: None,
             tx_tlp: false,
+            tlp_retrans: false,
+            rack_mstamp: None,
+            rack_end_seq: iss,
+            rack_rtt_us: 0,
+            rack_advanced: false,
+            rack_reord: false,
+            rack_reo_wnd_steps: 1,
+            rack_reo_wnd_persist: 0,
+            min_rtt_us: u32::MAX,
             flag_orig_sack_acked: false,
             flag_data_sacked: false,
             tp,
@@ -815,6 +845,7 @@ impl Conn {
     /// `tcp_ack_update_rtt()`: feed a sample, reset backoff.
     fn ack_update_rtt(&mut self, cfg: &TcpConfig, seq_rtt_us: Option<u64>) -> bool {
         let Some(rtt) = seq_rtt_us else { return false };
+        self.min_rtt_us = self.min_rtt_us.min(rtt.min(u32::MAX as u64 - 1) as u32);
         self.rtt_estimator(cfg, rtt);
         self.set_rto(cfg);
         self.backoff = 0;
@@ -828,12 +859,15 @@ impl Conn {
     /// keeps counting from the head's transmission instead of restarting.
     fn rearm_rto(&mut self, cfg: &TcpConfig, now: Instant) {
         if self.packets_out == 0 {
-            if matches!(self.xmit_timer, Some((_, XmitTimer::Retrans | XmitTimer::EarlyRetrans | XmitTimer::LossProbe))) {
+            if matches!(
+                self.xmit_timer,
+                Some((_, XmitTimer::Retrans | XmitTimer::EarlyRetrans | XmitTimer::LossProbe | XmitTimer::ReoTimeout))
+            ) {
                 self.xmit_timer = None;
             }
         } else {
             let mut rto = self.rto;
-            if matches!(self.xmit_timer, Some((_, XmitTimer::EarlyRetrans | XmitTimer::LossProbe))) {
+            if matches!(self.xmit_timer, Some((_, XmitTimer::EarlyRetrans | XmitTimer::LossProbe | XmitTimer::ReoTimeout))) {
                 if let Some(h) = self.rtx.front() {
                     let left = (h.xmit + rto).saturating_since(now);
                     if left > Duration::ZERO {
@@ -1236,6 +1270,9 @@ impl Conn {
                     self.rate_skb_delivered(&seg);
                     self.delivered += 1;
                     self.delivered_mstamp = now;
+                    if self.sack_ok {
+                        self.rack_advance(now, seg.sacked, seg.end, seg.xmit);
+                    }
                 }
                 if seg.sacked & LOST != 0 {
                     self.lost_out = self.lost_out.saturating_sub(1);
@@ -1336,7 +1373,10 @@ impl Conn {
         if acked_pkts > 0 {
             self.rearm_rto(cfg, now);
             if self.packets_out == 0
-                && matches!(self.xmit_timer, Some((_, XmitTimer::Retrans | XmitTimer::EarlyRetrans | XmitTimer::LossProbe)))
+                && matches!(
+                    self.xmit_timer,
+                    Some((_, XmitTimer::Retrans | XmitTimer::EarlyRetrans | XmitTimer::LossProbe | XmitTimer::ReoTimeout))
+                )
             {
                 self.xmit_timer = None;
             }
@@ -1379,7 +1419,7 @@ impl Conn {
             self.process_tlp_ack(cfg, now, ack, una_advanced || not_dup || newly_sacked > 0, dsack_seen);
         }
         if matches!(self.xmit_timer, Some((_, XmitTimer::Retrans))) {
-            self.schedule_loss_probe(cfg, now);
+            self.schedule_loss_probe(cfg, now, true);
         }
 
         // state transitions on our FIN being ACKed
@@ -1449,6 +1489,11 @@ impl Conn {
             // proves one retransmission spurious (undo_retrans)
             let (l0, r0) = bl[0];
             self.dsack_count += 1;
+            // tcp_rack_update_reo_wnd(): a D-SACK widens RACK's reordering window
+            if cfg.tcp_recovery & TCP_RACK_STATIC_REO_WND == 0 {
+                self.rack_reo_wnd_steps = (self.rack_reo_wnd_steps + 1).min(0xff);
+                self.rack_reo_wnd_persist = TCP_RACK_RECOVERY_THRESH;
+            }
             let mss = self.mss_cache.max(1);
             let dup_segs = r0.dist(l0).div_ceil(mss) as i32;
             if let Some(um) = self.undo_marker {
@@ -1527,6 +1572,7 @@ impl Conn {
                 self.rate_skb_delivered(&s);
                 self.delivered += 1;
                 self.delivered_mstamp = now;
+                self.rack_advance(now, s.sacked, s.end, s.xmit);
             }
         }
         if reord.before(prior_fack) {
@@ -1555,6 +1601,7 @@ impl Conn {
         self.reord_seen += 1;
         // tcp_update_reordering(): reordering makes early retransmit unsafe
         self.er_disabled = true;
+        self.rack_reord = true;
     }
 
     /// `tcp_rate_skb_delivered()`: remember the most recently sent delivered segment.
@@ -1695,7 +1742,8 @@ impl Conn {
         // tcp_dupack_heuristics() = sacked_out + 1 (no FACK; with FACK, fackets_out > 1
         // holds exactly when sacked_out >= 1 too, so the thin rule is unaffected)
         let dupack_heuristics = self.sacked_out + 1;
-        if dupack_heuristics > self.reordering {
+        // 4.18+: with RACK the dupthresh rule is RACK's (reo_wnd 0 at the dupthresh)
+        if !(self.rack_on(cfg) && self.sack_ok) && dupack_heuristics > self.reordering {
             return Some(RecoverTrigger::Classic);
         }
         // If a thin stream is detected, retransmit after the first dupACK; only with SACK
@@ -1790,20 +1838,24 @@ impl Conn {
         true
     }
 
-    /// `tcp_schedule_loss_probe()` (3.10–4.12): arm the probe timeout (PTO) instead of the
-    /// RTO in Open state, for SACK connections limited by cwnd or by the application.
-    /// PTO = max(2·srtt, 10 ms), with one packet out at least 1.5·srtt + `TCP_DELACK_MAX`,
-    /// and never later than the RTO. Needs RACK off here (see docs/tcp.md).
-    fn schedule_loss_probe(&mut self, cfg: &TcpConfig, now: Instant) {
+    /// `tcp_schedule_loss_probe()`: arm the probe timeout (PTO) instead of the RTO in Open
+    /// state, for SACK connections limited by cwnd or by the application.
+    ///
+    /// 3.10–4.12 (RACK off): needs an RTT sample in whole jiffies; PTO = max(2·srtt,
+    /// 10 ms), with one packet out at least 1.5·srtt + `TCP_DELACK_MAX`; never later than
+    /// the pending RTO. RACK-TLP (RACK on, 4.13+/6.x): PTO = 2·srtt + (one packet out ?
+    /// `TCP_RTO_MIN` : 2 jiffies), `TCP_TIMEOUT_INIT` without a sample; Open or CWR; capped
+    /// by the RTO (counted from the head's transmission after an ACK, `advanced`).
+    fn schedule_loss_probe(&mut self, cfg: &TcpConfig, now: Instant, advanced: bool) {
         if !matches!(self.xmit_timer, Some((_, XmitTimer::Retrans))) {
             return;
         }
+        let rack = self.rack_on(cfg);
+        let ca_ok = self.ca_state == CaState::Open || (rack && self.ca_state == CaState::Cwr);
         if self.early_retrans_mode(cfg) < 3
-            || cfg.tcp_recovery & 1 != 0
-            || self.srtt_us == 0
             || self.packets_out == 0
             || !self.sack_ok
-            || self.ca_state != CaState::Open
+            || !ca_ok
             || !matches!(self.state, TcpState::Established | TcpState::CloseWait | TcpState::FinWait1 | TcpState::LastAck)
         {
             return;
@@ -1811,8 +1863,26 @@ impl Conn {
         if self.tp.snd_cwnd > self.in_flight() && self.has_unsent() {
             return;
         }
-        // in whole jiffies, as 3.14 computes it from its jiffy-based srtt (`!rtt` -> none)
         let jn = cfg.jiffy().as_nanos().max(1);
+        if rack {
+            let mut timeout = if self.srtt_us != 0 {
+                let two_srtt = round_jiffies(cfg, Duration::from_micros((self.srtt_us >> 2) as u64));
+                two_srtt + if self.packets_out == 1 { cfg.rto_min } else { cfg.jiffy() * 2 }
+            } else {
+                cfg.rto_init
+            };
+            let rto_left = if advanced {
+                self.rtx.front().map_or(self.rto, |h| (h.xmit + self.rto).saturating_since(now))
+            } else {
+                self.rto
+            };
+            if rto_left > Duration::ZERO {
+                timeout = timeout.min(rto_left);
+            }
+            self.reset_xmit_timer(cfg, now, XmitTimer::LossProbe, timeout);
+            return;
+        }
+        // in whole jiffies, as 3.14 computes it from its jiffy-based srtt (`!rtt` -> none)
         let rtt_j = (self.srtt_us >> 3) as u64 * 1000 / jn;
         if rtt_j == 0 {
             return;
@@ -1839,6 +1909,16 @@ impl Conn {
     /// loss: reduce cwnd once, via CWR).
     fn process_tlp_ack(&mut self, cfg: &TcpConfig, now: Instant, ack: SeqNumber, not_dup: bool, dsack: bool) {
         let Some(h) = self.tlp_high_seq else { return };
+        if self.rack_on(cfg) {
+            // RACK-TLP era: a probe of new data, or a D-SACKed probe, shows no loss
+            if ack.before(h) {
+                return;
+            }
+            if !self.tlp_retrans || dsack {
+                self.tlp_high_seq = None;
+                return;
+            }
+        }
         if ack == h && !not_dup {
             self.tlp_high_seq = None;
             return;
@@ -2047,10 +2127,123 @@ impl Conn {
         }
     }
 
-    /// `tcp_identify_packet_loss()`: where RACK will plug in.
-    fn identify_packet_loss(&mut self, una_advanced: bool) {
+    /// `tcp_identify_packet_loss()`: NewReno without SACK, RACK with it when
+    /// `tcp_recovery` has `TCP_RACK_LOSS_DETECTION`.
+    fn identify_packet_loss(&mut self, cfg: &TcpConfig, now: Instant, una_advanced: bool) {
+        if self.rtx.is_empty() {
+            return;
+        }
         if !self.sack_ok {
             self.newreno_mark_lost(una_advanced);
+        } else if self.rack_on(cfg) {
+            self.rack_mark_lost(cfg, now);
+        }
+    }
+
+    /// `tcp_is_rack()`.
+    fn rack_on(&self, cfg: &TcpConfig) -> bool {
+        cfg.tcp_recovery & TCP_RACK_LOSS_DETECTION != 0
+    }
+
+    /// `tcp_rack_advance()`: remember the most recently sent segment that got delivered.
+    /// A retransmitted segment ACKed faster than the minimum RTT was the original's
+    /// delivery and does not count.
+    fn rack_advance(&mut self, now: Instant, sacked: u8, end: SeqNumber, xmit: Instant) {
+        let rtt_us = now.saturating_since(xmit).as_micros();
+        if sacked & (SACKED_RETRANS | EVER_RETRANS) != 0 && rtt_us < self.min_rtt_us as u64 {
+            return;
+        }
+        self.rack_advanced = true;
+        self.rack_rtt_us = rtt_us;
+        let after = match self.rack_mstamp {
+            None => true,
+            Some(m) => xmit > m || (xmit == m && end.after(self.rack_end_seq)),
+        };
+        if after {
+            self.rack_mstamp = Some(xmit);
+            self.rack_end_seq = end;
+        }
+    }
+
+    /// `tcp_rack_reo_wnd()`: min_rtt/4 per step, capped at srtt; zero while no reordering
+    /// was seen and either recovery is on or the dupthresh is reached.
+    fn rack_reo_wnd(&self, cfg: &TcpConfig) -> u64 {
+        if !self.rack_reord {
+            if self.ca_state >= CaState::Recovery {
+                return 0;
+            }
+            if self.sacked_out >= self.reordering && cfg.tcp_recovery & TCP_RACK_NO_DUPTHRESH == 0 {
+                return 0;
+            }
+        }
+        let min_rtt = if self.min_rtt_us == u32::MAX { 0 } else { self.min_rtt_us as u64 };
+        ((min_rtt >> 2) * self.rack_reo_wnd_steps as u64).min((self.srtt_us >> 3) as u64)
+    }
+
+    /// `tcp_rack_detect_loss()`: a segment sent before the most recently delivered one is
+    /// lost once `rack.rtt + reo_wnd` has passed since it was sent. Returns the longest
+    /// wait (µs) of those not yet due (0 = none). The rtx queue is in sequence order; the
+    /// first never-retransmitted segment sent after RACK's reference ends the walk (all
+    /// later segments were sent later still), as Linux's time-sorted list does.
+    fn rack_detect_loss(&mut self, cfg: &TcpConfig, now: Instant) -> u64 {
+        let Some(mstamp) = self.rack_mstamp else { return 0 };
+        let reo_wnd = self.rack_reo_wnd(cfg);
+        let mut timeout = 0u64;
+        for k in 0..self.rtx.len() {
+            let s = self.rtx[k];
+            if s.sacked & SACKED_ACKED != 0 {
+                continue;
+            }
+            if s.sacked & LOST != 0 && s.sacked & SACKED_RETRANS == 0 {
+                continue; // already waiting for its retransmission
+            }
+            let before = s.xmit < mstamp || (s.xmit == mstamp && self.rack_end_seq.after(s.end));
+            if !before {
+                if s.sacked & EVER_RETRANS == 0 {
+                    break;
+                }
+                continue;
+            }
+            let waited = now.saturating_since(s.xmit).as_micros();
+            let due = self.rack_rtt_us + reo_wnd;
+            if waited >= due {
+                self.mark_lost(k);
+            } else {
+                timeout = timeout.max(due - waited);
+            }
+        }
+        timeout
+    }
+
+    /// `tcp_rack_mark_lost()`: run the detection after an ACK that delivered something;
+    /// arm the reordering timer for segments not yet due.
+    fn rack_mark_lost(&mut self, cfg: &TcpConfig, now: Instant) {
+        if !self.rack_advanced {
+            return;
+        }
+        self.rack_advanced = false;
+        let t = self.rack_detect_loss(cfg, now);
+        if t > 0 {
+            // + TCP_TIMEOUT_MIN (2 jiffies)
+            let d = Duration::from_micros(t) + cfg.jiffy() * 2;
+            self.reset_xmit_timer(cfg, now, XmitTimer::ReoTimeout, d);
+        }
+    }
+
+    /// `tcp_rack_reo_timeout()`.
+    fn rack_reo_timeout(&mut self, cfg: &TcpConfig, now: Instant) {
+        let prior_lost = self.lost_out;
+        let prior_retrans = self.retrans_out;
+        self.rack_detect_loss(cfg, now);
+        let newly_lost = self.lost_out != prior_lost || self.retrans_out != prior_retrans;
+        if newly_lost && self.ca_state != CaState::Recovery && self.ca_state != CaState::Loss {
+            self.enter_recovery(cfg, now);
+            if cfg.prr {
+                self.cwnd_reduction(1, false);
+            }
+        }
+        if !matches!(self.xmit_timer, Some((_, XmitTimer::Retrans))) {
+            self.rearm_rto(cfg, now);
         }
     }
 
@@ -2068,6 +2261,9 @@ impl Conn {
             self.sacked_out = 0;
         }
         let mut fast_rexmit = false;
+        // recovery started by the thin-stream or early-retransmit rule, which need the
+        // head marked lost even when RACK does the loss marking otherwise
+        let mut thin_rexmit = false;
         let do_lost = una_advanced || num_dupack > 0 || self.sack_ok;
         // D. exit conditions once high_seq is ACKed
         if self.ca_state == CaState::Open {
@@ -2082,6 +2278,13 @@ impl Conn {
                 CaState::Recovery => {
                     if reno {
                         self.sacked_out = 0;
+                    }
+                    // tcp_rack_update_reo_wnd(): a widened window decays over recoveries
+                    if self.rack_reo_wnd_persist > 0 {
+                        self.rack_reo_wnd_persist -= 1;
+                        if self.rack_reo_wnd_persist == 0 {
+                            self.rack_reo_wnd_steps = 1;
+                        }
                     }
                     if self.try_undo_recovery(now) {
                         return;
@@ -2104,7 +2307,7 @@ impl Conn {
                 if self.try_undo_dsack(now) {
                     self.try_to_open();
                 }
-                self.identify_packet_loss(una_advanced);
+                self.identify_packet_loss(cfg, now, una_advanced);
                 if self.ca_state != CaState::Recovery {
                     // undone: start a new recovery only if loss is evident
                     if self.time_to_recover(cfg, now).is_none() {
@@ -2159,21 +2362,28 @@ impl Conn {
                 if self.ca_state <= CaState::Disorder {
                     self.try_undo_dsack(now);
                 }
-                self.identify_packet_loss(una_advanced);
+                self.identify_packet_loss(cfg, now, una_advanced);
                 match self.time_to_recover(cfg, now) {
                     None => {
                         self.try_to_open();
                         return;
                     }
-                    Some(RecoverTrigger::ThinDupack) => self.thin_dupack_count += 1,
-                    Some(RecoverTrigger::EarlyRetrans) => self.er_count += 1,
+                    Some(RecoverTrigger::ThinDupack) => {
+                        self.thin_dupack_count += 1;
+                        thin_rexmit = true;
+                    }
+                    Some(RecoverTrigger::EarlyRetrans) => {
+                        self.er_count += 1;
+                        thin_rexmit = true;
+                    }
                     Some(RecoverTrigger::Classic) => {}
                 }
                 self.enter_recovery(cfg, now);
                 fast_rexmit = true;
             }
         }
-        if do_lost {
+        // 4.18+: with RACK, RACK alone marks losses
+        if do_lost && (!self.rack_on(cfg) || !self.sack_ok || thin_rexmit) {
             self.update_scoreboard(fast_rexmit);
         }
     }
@@ -2230,6 +2440,12 @@ impl Conn {
             self.sacked_out = 0;
         }
         for k in 0..self.rtx.len() {
+            // tcp_clear_retrans_partial() / tcp_mark_skb_lost(): outstanding
+            // retransmissions (a TLP's included) count as lost again
+            if self.rtx[k].sacked & (SACKED_RETRANS | SACKED_ACKED) == SACKED_RETRANS {
+                self.rtx[k].sacked &= !SACKED_RETRANS;
+                self.retrans_out = self.retrans_out.saturating_sub(1);
+            }
             self.mark_lost(k);
         }
         if self.ca_state <= CaState::Disorder
@@ -3057,6 +3273,7 @@ impl Conn {
                     XmitTimer::Probe0 => self.probe_timer(cfg, now),
                     XmitTimer::EarlyRetrans => self.resume_early_retransmit(cfg, now),
                     XmitTimer::LossProbe => self.loss_probe_timer(cfg, now),
+                    XmitTimer::ReoTimeout => self.rack_reo_timeout(cfg, now),
                 }
             }
         }
@@ -3394,10 +3611,15 @@ impl Conn {
     /// `__tcp_retransmit_skb()`, i.e. without marking it retransmitted, and records
     /// `tlp_high_seq` to tell later whether the probe repaired a loss.
     fn send_loss_probe(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let rack = self.rack_on(cfg);
         if self.has_unsent() && !self.fin_sent {
             let t = self.write_xmit(cfg, now, buf, false, true);
             if t.is_some() {
                 self.tlp_count += 1;
+                if rack {
+                    self.tlp_high_seq = Some(self.snd_nxt);
+                    self.tlp_retrans = false;
+                }
             }
             return t;
         }
@@ -3406,12 +3628,28 @@ impl Conn {
         }
         let s = *self.rtx.back()?;
         let len = s.data_len();
-        if len == 0 {
-            return None; // a probe with zero data does not trigger fast recovery
+        // 3.x: a probe with zero data does not trigger fast recovery; 4.x+ also resends a
+        // lone FIN
+        if (len == 0 && !(rack && s.fin)) || s.sacked & SACKED_ACKED != 0 {
+            return None;
+        }
+        if rack {
+            // 4.x+: tcp_retransmit_skb(), a real retransmission
+            if self.retrans_stamp.is_none() {
+                self.retrans_stamp = Some(now);
+            }
+            if s.sacked & SACKED_RETRANS == 0 {
+                self.retrans_out += 1;
+            }
+            self.total_retrans += 1;
+            self.tlp_retrans = true;
         }
         if let Some(m) = self.rtx.back_mut() {
             m.xmit = now;
             m.rdb_start = m.seq;
+            if rack {
+                m.sacked |= SACKED_RETRANS | EVER_RETRANS;
+            }
         }
         self.tlp_high_seq = Some(self.snd_nxt);
         self.tlp_count += 1;
@@ -3562,7 +3800,10 @@ impl Conn {
         }
         // tcp_event_new_data_sent(): arm the RTO on the first outstanding packet
         if prior_packets == 0
-            || matches!(self.xmit_timer, Some((_, XmitTimer::Probe0 | XmitTimer::EarlyRetrans | XmitTimer::LossProbe)))
+            || matches!(
+                self.xmit_timer,
+                Some((_, XmitTimer::Probe0 | XmitTimer::EarlyRetrans | XmitTimer::LossProbe | XmitTimer::ReoTimeout))
+            )
         {
             self.rearm_rto(cfg, now);
         }
@@ -3575,7 +3816,7 @@ impl Conn {
         self.cwnd_validate(cfg, now, limited);
         if !probe {
             // tcp_write_xmit(): one loss probe per tail loss episode
-            self.schedule_loss_probe(cfg, now);
+            self.schedule_loss_probe(cfg, now, false);
         }
         let mut fl = flags::ACK;
         if with_fin {

@@ -219,7 +219,10 @@ fn rto_estimator_linux_formula() {
 
 #[test]
 fn rto_backoff_doubles_and_caps() {
-    let mut p = Pair::default_pair(8);
+    // no tail loss probe: it would replace the first RTO (see tests::thin)
+    let mut cfg = TcpConfig::default();
+    cfg.set_sysctl("net.ipv4.tcp_early_retrans", "0").unwrap();
+    let mut p = Pair::new(cfg.clone(), cfg, 10_000_000, Duration::from_millis(20), 100, 8);
     let (c, _s) = p.connect(80);
     p.capture = Some(Vec::new());
     p.ab.loss = 1.0; // every data segment from A is lost

@@ -542,3 +542,71 @@ fn thin_sysctls_parse_and_reject_bad_values() {
     c.set_sysctl("net.ipv4.tcp_thin_dpifl_itt_lower_bound", "20000").unwrap();
     assert_eq!(c.tcp_thin_dpifl_itt_lower_bound_us, 20000);
 }
+
+// ---------------------------------------------------------------------------------------
+// RACK-TLP (tcp_recovery = 1: linux-4.6, linux-6)
+// ---------------------------------------------------------------------------------------
+
+fn cfg6(kv: &[(&str, &str)]) -> TcpConfig {
+    let mut c = TcpConfig::profile("linux-6").unwrap();
+    for (k, v) in kv {
+        c.set_sysctl(k, v).unwrap();
+    }
+    c
+}
+
+#[test]
+fn rack_marks_loss_after_a_quarter_min_rtt_below_the_dupthresh() {
+    // 2 packets out, first lost: one SACK; RACK waits reo_wnd = min_rtt/4 (~25 ms) + 2
+    // jiffies, then marks the head lost
+    let (d, info) = first_loss_repair(cfg6(&[]), false, 2, 10);
+    let d = d.unwrap();
+    assert!(d >= ms(25) && d <= ms(32), "{d:?}");
+    assert_eq!((info.rto_count, info.early_retrans), (0, 0));
+    // RACK off (and no ER): the dupthresh is never reached, the RTO repairs it
+    let (d, info) = first_loss_repair(cfg6(&[("net.ipv4.tcp_recovery", "0"), ("net.ipv4.tcp_early_retrans", "0")]), false, 2, 10);
+    assert!(d.unwrap() > ms(100));
+    assert_eq!(info.rto_count, 1);
+}
+
+#[test]
+fn rack_reo_wnd_is_zero_at_the_dupthresh() {
+    // 5 packets out, first lost: the third SACK reaches the dupthresh, reo_wnd drops to 0
+    // and the head is retransmitted on that ACK
+    let (mut p, c, _s) = thin_pair(cfg6(&[]), 48);
+    p.a.conn_for_test(c).unwrap().t_set_cwnd(10, 10);
+    p.capture = Some(Vec::new());
+    p.ab.drop_next_data = 1;
+    for _ in 0..5 {
+        p.a.send(p.now, c, &[3u8; 100]).unwrap();
+        p.settle();
+    }
+    p.run_for(Duration::from_secs(1));
+    let cap = p.capture.take().unwrap();
+    let d = a_data(&cap);
+    let rtx = d.iter().skip(1).find(|x| x.1 == d[0].1).unwrap().0;
+    let third_sack = cap.iter().filter(|x| !x.1 && !parse(&x.2).sack.is_empty()).nth(2).unwrap().0 + ms(50);
+    assert!(rtx.saturating_since(third_sack) < ms(1), "{:?}", rtx.saturating_since(third_sack));
+    assert_eq!(p.a.info(c).unwrap().rto_count, 0);
+}
+
+#[test]
+fn rack_tlp_probe_after_two_srtt_plus_two_jiffies_then_rack_repairs() {
+    let (d, t0, info) = tail_loss(cfg6(&[]), 2, 2, 10);
+    let probe = d[2];
+    assert_eq!(probe.1, d[1].1, "the probe repeats the last segment");
+    let pto = probe.0.saturating_since(t0);
+    // 2 srtt (~200 ms) + TCP_TIMEOUT_MIN (2 ms at HZ 1000)
+    assert!(pto >= ms(201) && pto <= ms(205), "{pto:?}");
+    assert_eq!(info.tlp_probes, 1);
+    // the probe's SACK lets RACK mark the head lost a quarter RTT later, before any RTO
+    assert_eq!(d[3].1, d[0].1);
+    assert!(d[3].0.saturating_since(probe.0) < ms(140), "{d:?}");
+    assert_eq!(info.rto_count, 0);
+    assert_eq!(info.total_retrans, 2, "the RACK-TLP probe is a retransmission");
+    // one packet out: 2 srtt + TCP_RTO_MIN is later than the RTO, which caps it
+    let (d, t0, info) = tail_loss(cfg6(&[]), 1, 1, 10);
+    let at = d[1].0.saturating_since(t0);
+    assert!(at >= ms(290) && at <= ms(310), "{at:?}");
+    assert_eq!((info.tlp_probes, info.rto_count), (1, 0));
+}
