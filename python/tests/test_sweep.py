@@ -169,11 +169,9 @@ def test_same_tables_with_1_and_2_workers(one_worker, tmp_path):
 def test_same_tables_with_ray(one_worker, tmp_path):
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'wirelab[ray]')")
     f, t1 = one_worker
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    try:
-        ws.run(f, out=tmp_path / "oray", backend="ray", progress=False)
-    finally:
-        ray.shutdown()
+    # the backend starts (and stops) a local Ray instance with 2 CPUs
+    ws.run(f, out=tmp_path / "oray", backend="ray", jobs=2, progress=False)
+    assert not ray.is_initialized()
     _assert_same_tables(t1, _tables(tmp_path / "oray"))
     runs = [json.loads(p.read_text()) for p in (tmp_path / "oray" / "runs").glob("*/run.json")]
     assert runs and {r["backend"] for r in runs} == {"ray"}
@@ -273,6 +271,28 @@ def test_changed_scenario_is_detected(tmp_path):
     o = again(seeds=None, repetitions=3)
     assert (o.resumed, o.ran) == (8, 4)
     assert len(ws.open_sweep(out).summary) == 12
+
+
+def test_failed_runs_are_recorded_and_retried(tmp_path, monkeypatch):
+    from wirelab import _wirelab
+    f = sweep_file(tmp_path)
+    real = _wirelab.run
+
+    def flaky(path, out, seed, overrides, text):
+        if seed == 2 and "app.flow-a.rate=4mbit" in overrides:
+            raise RuntimeError("worker ran out of memory")
+        return real(path, out, seed, overrides, text)
+
+    monkeypatch.setattr(_wirelab, "run", flaky)  # jobs=1 runs in this process
+    with pytest.raises(ws.SweepError, match="2 of 8 runs failed.*out of memory"):
+        ws.run(f, out=tmp_path / "o", jobs=1, progress=False)
+    sw = ws.open_sweep(tmp_path / "o")
+    assert len(sw.done) == 6 and len(sw.failures()) == 2
+    assert {x["seed"] for x in sw.failures()} == {2}
+    monkeypatch.setattr(_wirelab, "run", real)
+    o = ws.execute_sweep(ws.load(f), tmp_path / "o", jobs=1, progress=False)
+    assert (o.resumed, o.ran, o.failed) == (6, 2, [])
+    assert ws.open_sweep(tmp_path / "o").failures() == []
 
 
 def test_second_sweep_in_same_dir_is_refused(tmp_path):

@@ -117,7 +117,9 @@ def cdf_figure(series: Iterable[tuple[str, Sequence[float]]], xlabel: str, title
     ax.set_ylim(0, 1.02)
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    if n:
+    if n > 4:  # many series: legend below the plot, not over the curves
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(0, -0.22), ncol=1, frameon=False)
+    elif n:
         ax.legend(fontsize=7, loc="lower right")
     return fig, n
 
