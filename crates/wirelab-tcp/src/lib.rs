@@ -6,7 +6,12 @@
 //!   `linux-2.6.37`, `linux-2.2`, `freebsd-4.10`) and `sysctl` names.
 //! * [`cc`]: congestion control shaped like `struct tcp_congestion_ops` (Reno, CUBIC with
 //!   HyStart).
-//! * `conn`: one connection's state machine (`tcp_input.c`, `tcp_output.c`, `tcp_timer.c`).
+//! * `conn`: one connection's state machine (`tcp_input.c`, `tcp_output.c`, `tcp_timer.c`,
+//!   `tcp_recovery.c`), including the thin-stream mechanisms (linear timeouts, modified
+//!   fast retransmit), early retransmit and tail loss probe as in 3.x, RACK-TLP, and
+//!   redundant data bundling (2008 and 2015 variants).
+//! * [`api`]: socket ids, errors, options, `tcp_info`, and the [`RcvWindowPolicy`] hook
+//!   for receiver-side rate control.
 //! * [`TcpEndpoint`]: one host's stack: 4-tuple demux, listeners, ephemeral ports, RSTs,
 //!   and a timer heap with lazy deletion.
 //!
