@@ -1,9 +1,10 @@
 //! `wirelab bench`: the dumbbell yardstick.
 //!
 //! N senders → router → bottleneck → router → N receivers; 1 Gbit/s, 1 ms access links,
-//! a 20 ms one-way bottleneck with a 100-packet pfifo. Until the TCP engine is wired in,
-//! each sender is a UDP CBR source at 1.2 × (bottleneck / N), so the bottleneck is
-//! overloaded by 20 % and its queue and drops are exercised.
+//! a 20 ms one-way bottleneck whose pfifo holds one bandwidth-delay product (at least 100
+//! packets). Each sender runs a greedy CUBIC bulk transfer (`tcp-bulk`, linux-6 profile)
+//! to its own sink; starts are spread over the first 100 ms. `--udp` keeps the old
+//! UDP CBR load (1.2 × bottleneck / N per source) for comparison.
 use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
@@ -28,13 +29,42 @@ pub struct BenchRow {
     pub events_per_s: f64,
     /// Simulated seconds per wall second.
     pub sim_per_wall: f64,
-    /// Packets delivered to receivers per wall second.
+    /// Packets delivered to receivers per wall second (TCP: data segments).
     pub delivered_pkts_per_s: f64,
+    /// Wall nanoseconds per delivered packet.
+    pub ns_per_delivered: f64,
+    /// Aggregate goodput at the receivers (bit/s).
+    pub goodput_bps: f64,
+    /// Mean TCP socket memory per flow at the end of the run (bytes, both ends).
+    pub socket_bytes_per_flow: f64,
     /// Peak resident memory (MiB) of the process so far.
     pub peak_rss_mib: f64,
 }
 
-/// The dumbbell scenario text for `n` pairs.
+/// The TCP dumbbell scenario text for `n` pairs.
+pub fn tcp_dumbbell_toml(n: u32, rate: &str, duration_s: f64) -> String {
+    let bps = wirelab_core::units::parse_rate(rate).unwrap_or(10_000_000);
+    // one BDP at 42 ms RTT in 1514-byte frames, at least 100 packets
+    let limit = ((bps as f64 * 0.042 / 8.0 / 1514.0).ceil() as u64).max(100);
+    let mut s = format!("[scenario]\nname = \"bench-tcp-dumbbell-{n}\"\nduration = \"{duration_s}s\"\nseed = 1\n\n[measure]\nsample_interval = \"{duration_s}s\"\n\n");
+    s += "[[node]]\nname = \"r1\"\nkind = \"router\"\n\n[[node]]\nname = \"r2\"\nkind = \"router\"\n\n";
+    for i in 0..n {
+        s += &format!("[[node]]\nname = \"s{i}\"\n\n[[node]]\nname = \"d{i}\"\n\n");
+    }
+    s += &format!("[[link]]\nname = \"bottleneck\"\na = {{ node = \"r1\", qdisc = \"pfifo limit {limit}\" }}\nb = {{ node = \"r2\" }}\nnetem = \"rate {rate} delay 20ms\"\n\n");
+    for i in 0..n {
+        s += &format!("[[link]]\na = {{ node = \"s{i}\" }}\nb = {{ node = \"r1\" }}\nnetem = \"rate 1gbit delay 500us\"\n\n");
+        s += &format!("[[link]]\na = {{ node = \"r2\" }}\nb = {{ node = \"d{i}\" }}\nnetem = \"rate 1gbit delay 500us\"\n\n");
+    }
+    for i in 0..n {
+        let start_us = 100_000u64 * i as u64 / n as u64;
+        s += &format!("[[app]]\nkind = \"tcp-bulk\"\nnode = \"s{i}\"\ndst = \"d{i}:5001\"\nstart = \"{start_us}us\"\n\n");
+        s += &format!("[[app]]\nkind = \"tcp-sink\"\nnode = \"d{i}\"\nport = 5001\n\n");
+    }
+    s
+}
+
+/// The UDP dumbbell scenario text for `n` pairs.
 pub fn dumbbell_toml(n: u32, rate: &str, duration_s: f64) -> String {
     let bps = wirelab_core::units::parse_rate(rate).unwrap_or(10_000_000);
     let per = (bps as f64 * 1.2 / n as f64).max(1000.0);
@@ -71,17 +101,25 @@ pub fn peak_rss_mib() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Runs one case.
-pub fn bench_case(n: u32, rate: &str, duration_s: f64) -> Result<BenchRow, String> {
-    let text = dumbbell_toml(n, rate, duration_s);
+/// Runs one case (TCP unless `udp`).
+pub fn bench_case(n: u32, rate: &str, duration_s: f64, udp: bool) -> Result<BenchRow, String> {
+    let text = if udp { dumbbell_toml(n, rate, duration_s) } else { tcp_dumbbell_toml(n, rate, duration_s) };
     let sc = Scenario::from_text("<bench>", &text, &[]).map_err(|e| e.to_string())?;
     let built = sc.build(&BuildOptions::default()).map_err(|e| e.to_string())?;
     let mut sim = built.sim;
     let wall = WallInstant::now();
     sim.run(Instant::ZERO + built.duration, Duration::ZERO, &mut |_| {});
     let w = wall.elapsed().as_secs_f64().max(1e-9);
+    let mut sock_bytes = 0usize;
+    for node in 0..(2 + 2 * n) {
+        if let Some(st) = sim.stack(node) {
+            sock_bytes += st.tcp.sockets().filter_map(|s| st.tcp.socket_memory(s)).sum::<usize>();
+        }
+    }
     let r = sim.finish().map_err(|e| e.to_string())?;
-    let delivered: u64 = r.flows.iter().map(|f| f.rx_packets).sum();
+    // packets delivered to the receiving hosts d0…dN-1 (data segments for TCP)
+    let delivered: u64 = r.nodes.iter().filter(|x| x.node.starts_with('d')).map(|x| x.counters.delivered).sum();
+    let goodput: f64 = r.flows.iter().map(|f| f.rx_bytes as f64 * 8.0).sum::<f64>() / r.sim_seconds.max(1e-9);
     Ok(BenchRow {
         flows: n,
         rate: rate.to_string(),
@@ -91,21 +129,40 @@ pub fn bench_case(n: u32, rate: &str, duration_s: f64) -> Result<BenchRow, Strin
         events_per_s: r.events as f64 / w,
         sim_per_wall: r.sim_seconds / w,
         delivered_pkts_per_s: delivered as f64 / w,
+        ns_per_delivered: w * 1e9 / delivered.max(1) as f64,
+        goodput_bps: goodput,
+        socket_bytes_per_flow: sock_bytes as f64 / n as f64,
         peak_rss_mib: peak_rss_mib(),
     })
 }
 
-pub(crate) fn bench(flows: &[u32], rate: &str, duration_s: f64, json: Option<&Path>) -> i32 {
+pub(crate) fn bench(flows: &[u32], rate: &str, duration_s: f64, udp: bool, json: Option<&Path>) -> i32 {
     if wirelab_core::units::parse_rate(rate).is_err() {
         eprintln!("error: --rate `{rate}` is not a rate like 10mbit");
         return 2;
     }
     let mut rows = Vec::new();
-    println!("{:>6} {:>8} {:>8} {:>9} {:>12} {:>10} {:>14} {:>9}", "flows", "rate", "sim s", "wall s", "events/s", "sim/wall", "deliv pkts/s", "peak MiB");
+    println!(
+        "{:>6} {:>8} {:>7} {:>8} {:>11} {:>9} {:>13} {:>8} {:>10} {:>10} {:>8}",
+        "flows", "rate", "sim s", "wall s", "events/s", "sim/wall", "deliv pkts/s", "ns/pkt", "goodput", "sock B/fl", "peak MiB"
+    );
     for &n in flows {
-        match bench_case(n.max(1), rate, duration_s) {
+        match bench_case(n.max(1), rate, duration_s, udp) {
             Ok(r) => {
-                println!("{:>6} {:>8} {:>8.1} {:>9.3} {:>12.0} {:>10.2} {:>14.0} {:>9.1}", r.flows, r.rate, r.sim_seconds, r.wall_seconds, r.events_per_s, r.sim_per_wall, r.delivered_pkts_per_s, r.peak_rss_mib);
+                println!(
+                    "{:>6} {:>8} {:>7.1} {:>8.3} {:>11.0} {:>9.2} {:>13.0} {:>8.0} {:>10} {:>10.0} {:>8.1}",
+                    r.flows,
+                    r.rate,
+                    r.sim_seconds,
+                    r.wall_seconds,
+                    r.events_per_s,
+                    r.sim_per_wall,
+                    r.delivered_pkts_per_s,
+                    r.ns_per_delivered,
+                    wirelab_core::units::format_rate(r.goodput_bps as u64),
+                    r.socket_bytes_per_flow,
+                    r.peak_rss_mib
+                );
                 let _ = std::io::stdout().flush();
                 rows.push(r);
             }

@@ -64,6 +64,9 @@ enum Cmd {
         /// Write the table as JSON here too.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// UDP CBR sources instead of TCP bulk flows.
+        #[arg(long)]
+        udp: bool,
     },
 }
 
@@ -89,7 +92,7 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
                 2
             }
         },
-        Cmd::Bench { flows, rate, duration, json } => bench::bench(&flows, &rate, duration, json.as_deref()),
+        Cmd::Bench { flows, rate, duration, json, udp } => bench::bench(&flows, &rate, duration, udp, json.as_deref()),
     }
 }
 
