@@ -194,6 +194,14 @@ def _fingerprint_dir(d):
     return st.st_ino, st.st_mtime_ns, h.hexdigest()
 
 
+def _group_alive(pgid):
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
 def test_sigkill_at_several_points_then_resume(tmp_path):
     # 12 runs of ~0.15-0.3 s each on 2 workers
     f = sweep_file(tmp_path, duration="300s", seeds=(1, 2, 3))
@@ -211,8 +219,17 @@ def test_sigkill_at_several_points_then_resume(tmp_path):
                 break
             time.sleep(0.005)
         assert p.poll() is None, f"sweep ended before the kill point {target}: {p.stderr.read()}"
-        os.killpg(p.pid, signal.SIGKILL)  # the driver and its workers, like a crash
-        p.wait()
+        if target == 3:
+            # only the driver: its workers must not outlive it
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+            t0 = time.monotonic()
+            while _group_alive(p.pid) and time.monotonic() - t0 < 10:
+                time.sleep(0.02)
+            assert not _group_alive(p.pid), "workers outlived the killed sweep"
+        else:
+            os.killpg(p.pid, signal.SIGKILL)  # the driver and its workers, like a crash
+            p.wait()
         kills += 1
         done = _done(out)
         assert len(done) < 12

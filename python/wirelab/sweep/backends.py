@@ -55,20 +55,33 @@ def execute(task: Task) -> Outcome:
         shutil.rmtree(out, ignore_errors=True)
 
 
-def _worker_init() -> None:
-    """Pool worker start-up: die with the driver (Linux PR_SET_PDEATHSIG), so a killed
-    sweep leaves no orphans computing runs nobody will store."""
+def _worker_init(driver_pid: int) -> None:
+    """Pool worker start-up: die with the driver, so a killed sweep leaves no orphans
+    computing runs nobody will store. Workers are forked by the forkserver, not by the
+    driver, so besides Linux's PR_SET_PDEATHSIG (parent = forkserver) a watchdog thread
+    checks that the driver is still alive."""
+    import signal
+    import threading
+
     try:
         import ctypes
-        import signal
 
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        PR_SET_PDEATHSIG = 1
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() == 1:  # the driver died before prctl took effect
-            os._exit(1)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except Exception:  # noqa: BLE001 - best effort (not Linux)
         pass
+
+    def watch() -> None:
+        while True:
+            try:
+                os.kill(driver_pid, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:
+                pass
+            time.sleep(0.2)
+
+    threading.Thread(target=watch, name="wirelab-driver-watchdog", daemon=True).start()
 
 
 class Backend:
@@ -110,7 +123,7 @@ class ProcessBackend(Backend):
         if method == "forkserver":
             ctx.set_forkserver_preload(["wirelab.sweep.backends", "wirelab._wirelab"])
         self._pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
-                                         initializer=_worker_init)
+                                         initializer=_worker_init, initargs=(os.getpid(),))
 
     def map_unordered(self, tasks: Iterable[Task]) -> Iterator[Outcome]:
         it = iter(tasks)
