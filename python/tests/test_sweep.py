@@ -312,6 +312,27 @@ def test_failed_runs_are_recorded_and_retried(tmp_path, monkeypatch):
     assert ws.open_sweep(tmp_path / "o").failures() == []
 
 
+def test_resume_cleans_leftovers(tmp_path):
+    f = sweep_file(tmp_path)
+    out = tmp_path / "o"
+    ws.run(f, out=out, jobs=1, progress=False)
+    keys = _done(out)
+    # what a crash can leave: a scratch directory, a half-written table; and a stray
+    # directory without run.json under runs/ that is not a finished run
+    (out / "tmp" / "work-x").mkdir()
+    (out / "tmp" / "work-x" / "flows.csv").write_text("partial")
+    (out / ".flows.parquet.1234abcd.tmp").write_text("partial")
+    import shutil
+    shutil.copytree(out / "runs" / keys[0], tmp_path / "keep")
+    shutil.rmtree(out / "runs" / keys[0])
+    (out / "runs" / keys[0]).mkdir()
+    (out / "runs" / keys[0] / "flows.csv").write_text("junk")
+    o = ws.execute_sweep(ws.load(f), out, jobs=1, progress=False)
+    assert (o.resumed, o.ran) == (7, 1)
+    assert not list((out / "tmp").iterdir()) and not list(out.glob(".*.tmp"))
+    assert (out / "runs" / keys[0] / "flows.csv").read_text() == (tmp_path / "keep" / "flows.csv").read_text()
+
+
 def test_second_sweep_in_same_dir_is_refused(tmp_path):
     f = sweep_file(tmp_path)
     spec = ws.load(f)

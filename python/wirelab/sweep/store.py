@@ -182,7 +182,9 @@ class Store:
 
     # -- runs -----------------------------------------------------------------------
     def clean_tmp(self) -> None:
-        """Removes unfinished runs left by a killed sweep."""
+        """Removes unfinished runs and half-written tables left by a killed sweep."""
+        for p in self.root.glob(".*.tmp"):
+            p.unlink(missing_ok=True)
         if self.tmp_dir.exists():
             for p in self.tmp_dir.iterdir():
                 shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
@@ -200,7 +202,10 @@ class Store:
         key is already stored: a run is never overwritten."""
         final = self.runs_dir / run.key
         if final.exists():
-            return False
+            if (final / "run.json").exists():
+                return False
+            # not written by a sweep (ours appear whole, by rename): set it aside
+            shutil.rmtree(final, ignore_errors=True)
         tmp = self.tmp_dir / f"{run.key}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
         tmp.mkdir(parents=True)
         try:
