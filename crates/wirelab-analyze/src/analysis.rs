@@ -92,8 +92,12 @@ pub struct SegmentRow {
     pub last_sent_ns: i64,
     /// Its frame number.
     pub last_frame: u32,
-    /// Transmissions after the first that covered (part of) the range.
+    /// Transmissions after the first that covered (part of) the range (the first
+    /// counts even when the capture missed it, see `original_unseen`).
     pub retransmissions: u32,
+    /// The capture missed the first transmission: `first_sent_ns` is the first one seen
+    /// and the latency columns are empty.
+    pub original_unseen: bool,
     /// First cumulative ACK covering the range.
     pub acked_ns: Option<i64>,
     /// Its frame number.
@@ -157,9 +161,14 @@ pub struct FlowSummary {
     pub keepalives: u64,
     /// ACKs for data beyond anything sent (the capture missed packets).
     pub acked_unseen: u64,
-    /// Data seen first below the highest sequence sent (the capture missed its first
-    /// transmission); tracked as new rows.
-    pub unseen_first_transmissions: u64,
+    /// Rows whose first transmission the capture missed: data first seen below the
+    /// highest sequence sent, not out of order (see docs/analyze.md). Counted as
+    /// retransmissions; no latency is reported for them.
+    pub original_unseen: u64,
+    /// Segments below the highest sequence sent, seen for the first time, within the
+    /// handshake RTT of the one that advanced it (tshark's out-of-order test); they are
+    /// first transmissions reordered before the capture point, not retransmissions.
+    pub out_of_order: u64,
 }
 
 /// One point of an empirical CDF.
@@ -261,6 +270,9 @@ pub struct Analysis {
     pub segments: Vec<SegmentRow>,
     /// Retransmitted segments by flow, then frame.
     pub retransmissions: Vec<RetxRow>,
+    /// Out-of-order segments (first transmissions reordered before the capture point)
+    /// by flow, then frame.
+    pub out_of_order: Vec<RetxRow>,
     /// Empirical CDFs by flow, metric, value.
     pub cdf: Vec<CdfRow>,
     /// Intervals by flow, then time (every interval from the flow's first to its last).
@@ -314,6 +326,7 @@ struct Row {
     sacked: Option<u64>,
     lost: u32,
     delivered: Option<u64>,
+    original_unseen: bool,
 }
 
 impl Row {
@@ -330,6 +343,7 @@ impl Row {
             sacked: None,
             lost: 0,
             delivered: None,
+            original_unseen: false,
         }
     }
 }
@@ -366,6 +380,7 @@ struct Dir {
     goodput_upto: Option<i64>,
     sends: Vec<(i64, i64)>,
     retx_list: Vec<(u32, u64, i64, u32)>,
+    ooo_list: Vec<(u32, u64, i64, u32)>,
     data_segments: u64,
     retx_segments: u64,
     tx_bytes: u64,
@@ -373,7 +388,9 @@ struct Dir {
     acked_bytes: u64,
     keepalives: u64,
     acked_unseen: u64,
-    unseen_first: u64,
+    original_unseen: u64,
+    out_of_order: u64,
+    high_ts: u64,
     first_data_ts: Option<u64>,
     last_ts: u64,
     ivl: BTreeMap<u64, Ivl>,
@@ -405,6 +422,7 @@ impl Dir {
             goodput_upto: None,
             sends: Vec::new(),
             retx_list: Vec::new(),
+            ooo_list: Vec::new(),
             data_segments: 0,
             retx_segments: 0,
             tx_bytes: 0,
@@ -412,7 +430,9 @@ impl Dir {
             acked_bytes: 0,
             keepalives: 0,
             acked_unseen: 0,
-            unseen_first: 0,
+            original_unseen: 0,
+            out_of_order: 0,
+            high_ts: 0,
             first_data_ts: None,
             last_ts: 0,
             ivl: BTreeMap::new(),
@@ -420,7 +440,7 @@ impl Dir {
         }
     }
 
-    fn on_send(&mut self, cx: &Ctx, p: &Packet) {
+    fn on_send(&mut self, cx: &Ctx, p: &Packet, ooo_thres_ns: u64) {
         let s = &p.seg;
         let t = p.ts_ns;
         let mut start = self.seq_uw.rel(s.seq);
@@ -447,42 +467,59 @@ impl Dir {
         let iv = self.ivl.entry(cx.ivl(t)).or_default();
         iv.tx += s.payload_len as u64;
         let old_high = self.high;
-        let mut retx = false;
+        let mut seen_before = false;
+        let mut fills: Vec<(i64, i64)> = Vec::new();
         if start < old_high {
             let hi = end.min(old_high);
             let mut i = self.rows.partition_point(|r| r.end <= start);
             let mut cursor = start;
-            let mut fills: Vec<(i64, i64)> = Vec::new();
-            while i < self.rows.len() && self.rows[i].seq < hi {
-                let r = &mut self.rows[i];
+            while let Some(r) = self.rows.get_mut(i).filter(|r| r.seq < hi) {
                 if r.seq > cursor {
                     fills.push((cursor, r.seq));
                 }
                 r.retx += 1;
                 r.last_ts = t;
                 r.last_frame = p.frame;
-                retx = true;
+                seen_before = true;
                 cursor = r.end;
                 i += 1;
             }
             if cursor < hi {
                 fills.push((cursor, hi));
             }
-            // Bytes below the highest sequence sent that we never saw sent: the capture
-            // missed their first transmission. Track from here, unless already ACKed.
-            for (a, b) in fills {
-                let a = self.acked_upto.map_or(a, |u| a.max(u));
-                if a < b {
-                    let at = self.rows.partition_point(|r| r.seq < a);
-                    self.rows.insert(at, Row::new(a, b, t, p.frame));
-                    self.unseen_first += 1;
+        }
+        // Below the highest sequence sent but never seen sent: either reordered before
+        // the capture point (tshark's out-of-order test: within the handshake RTT of the
+        // segment that advanced the highest sequence, and not ending exactly there) or a
+        // retransmission whose original the capture missed (lost upstream of it).
+        let ooo = start < old_high
+            && !seen_before
+            && t.saturating_sub(self.high_ts) < ooo_thres_ns
+            && end != old_high;
+        let retx = start < old_high && !ooo;
+        for (a, b) in fills {
+            // bytes already cumulatively ACKed need no row
+            let a = self.acked_upto.map_or(a, |u| a.max(u));
+            if a < b {
+                let at = self.rows.partition_point(|r| r.seq < a);
+                let mut row = Row::new(a, b, t, p.frame);
+                if !ooo {
+                    row.original_unseen = true;
+                    row.retx = 1;
+                    self.original_unseen += 1;
                 }
+                self.rows.insert(at, row);
             }
         }
         if end > old_high {
             let from = start.max(old_high);
             self.rows.push(Row::new(from, end, t, p.frame));
             self.high = end;
+            self.high_ts = t;
+        }
+        if ooo {
+            self.out_of_order += 1;
+            self.ooo_list.push((p.frame, t, start, s.payload_len));
         }
         if retx {
             self.retx_segments += 1;
@@ -627,6 +664,9 @@ impl Dir {
     }
 }
 
+/// Out-of-order threshold without a captured handshake (tshark's 3 ms default).
+pub const DEFAULT_OOO_THRES_NS: u64 = 3_000_000;
+
 /// Longest run of empty intervals written as zero rows in the interval table.
 pub const MAX_ZERO_FILL: u64 = 10_000;
 
@@ -650,9 +690,19 @@ pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &Analyze
     let t0 = sender.packets.iter().map(|p| p.ts_ns).min().unwrap_or(0);
     let cx = Ctx { t0, interval: opts.interval.as_nanos().clamp(1, i64::MAX as u64) };
     let mut dirs: BTreeMap<FlowKey, Dir> = BTreeMap::new();
+    // Per connection (lower endpoint first): the latest SYN (without ACK) and the
+    // handshake RTT as tshark's `ts_first_rtt`: first pure ACK minus that SYN's time.
+    let mut conns: BTreeMap<FlowKey, (Option<u64>, Option<u64>)> = BTreeMap::new();
     for p in &sender.packets {
         let k = FlowKey::of(&p.seg);
-        dirs.entry(k).or_insert_with(|| Dir::new(&p.seg)).on_send(&cx, p);
+        let c = conns.entry(k.min(k.reversed())).or_insert((None, None));
+        match (p.seg.has(flags::SYN), p.seg.has(flags::ACK)) {
+            (true, false) => c.0 = Some(p.ts_ns),
+            (false, true) if c.1.is_none() => c.1 = c.0.map(|syn| p.ts_ns.saturating_sub(syn)),
+            _ => {}
+        }
+        let ooo_thres = c.1.filter(|&r| r > 0).unwrap_or(DEFAULT_OOO_THRES_NS);
+        dirs.entry(k).or_insert_with(|| Dir::new(&p.seg)).on_send(&cx, p, ooo_thres);
         if p.seg.has(flags::ACK) {
             if let Some(d) = dirs.get_mut(&k.reversed()) {
                 d.on_ack(&cx, p);
@@ -676,6 +726,7 @@ pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &Analyze
         flows: Vec::new(),
         segments: Vec::new(),
         retransmissions: Vec::new(),
+        out_of_order: Vec::new(),
         cdf: Vec::new(),
         intervals: Vec::new(),
         fairness: Vec::new(),
@@ -694,9 +745,10 @@ pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &Analyze
         let (mut lat, mut lat_sack, mut app) = (Vec::new(), Vec::new(), Vec::new());
         for r in &d.rows {
             let first = rel(r.first_ts, t0);
-            let latency = r.acked.map(|(t, _)| rel(t, r.first_ts));
-            let latency_sack = r.sacked.map(|t| rel(t, r.first_ts));
-            let app_delay = r.delivered.map(|t| rel(t, r.first_ts));
+            let known = !r.original_unseen;
+            let latency = r.acked.filter(|_| known).map(|(t, _)| rel(t, r.first_ts));
+            let latency_sack = r.sacked.filter(|_| known).map(|t| rel(t, r.first_ts));
+            let app_delay = r.delivered.filter(|_| known).map(|t| rel(t, r.first_ts));
             lat.extend(latency);
             lat_sack.extend(latency_sack);
             app.extend(app_delay);
@@ -709,6 +761,7 @@ pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &Analyze
                 last_sent_ns: rel(r.last_ts, t0),
                 last_frame: r.last_frame,
                 retransmissions: r.retx,
+                original_unseen: r.original_unseen,
                 acked_ns: r.acked.map(|(t, _)| rel(t, t0)),
                 acked_frame: r.acked.map(|(_, f)| f),
                 latency_ns: latency,
@@ -721,6 +774,9 @@ pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &Analyze
         }
         for &(frame, t, seq, len) in &d.retx_list {
             a.retransmissions.push(RetxRow { flow: fi, frame, sent_ns: rel(t, t0), seq, len });
+        }
+        for &(frame, t, seq, len) in &d.ooo_list {
+            a.out_of_order.push(RetxRow { flow: fi, frame, sent_ns: rel(t, t0), seq, len });
         }
         lat.sort_unstable();
         lat_sack.sort_unstable();
@@ -768,7 +824,8 @@ pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &Analyze
             unacked_segments: d.rows.iter().filter(|r| r.acked.is_none()).count() as u64,
             keepalives: d.keepalives,
             acked_unseen: d.acked_unseen,
-            unseen_first_transmissions: d.unseen_first,
+            original_unseen: d.original_unseen,
+            out_of_order: d.out_of_order,
         });
         // Every interval from the flow's first to its last, zeros included (except across
         // idle gaps longer than MAX_ZERO_FILL intervals, so a stray timestamp cannot

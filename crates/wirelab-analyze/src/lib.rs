@@ -175,16 +175,25 @@ pub fn run(args: &AnalyzeArgs) -> Result<(), AnalyzeError> {
         a.write_dir(dir).map_err(|e| AnalyzeError::Io { path: dir.display().to_string(), source: e })?;
     }
     match args.json.as_deref() {
-        Some(p) if p == Path::new("-") => print!("{}", a.summary_json()),
+        Some(p) if p == Path::new("-") => return stdout(&a.summary_json()),
         Some(p) => std::fs::write(p, a.summary_json())
             .map_err(|e| AnalyzeError::Io { path: p.display().to_string(), source: e })?,
         None => {}
     }
-    if args.json.as_deref() != Some(Path::new("-")) {
-        print!("{}", a.summary_text());
-        if let Some(dir) = &args.out {
-            println!("tables written to {}", dir.display());
-        }
+    let mut text = a.summary_text();
+    if let Some(dir) = &args.out {
+        text.push_str(&format!("tables written to {}\n", dir.display()));
     }
-    Ok(())
+    stdout(&text)
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error.
+fn stdout(s: &str) -> Result<(), AnalyzeError> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(s.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(AnalyzeError::Io { path: "stdout".into(), source: e })
+        }
+        _ => Ok(()),
+    }
 }

@@ -38,7 +38,7 @@ impl Analysis {
     pub fn segments_csv(&self) -> String {
         let rx = self.receiver_stats.is_some();
         let mut s = String::from(
-            "flow,seq,len,first_sent_s,first_frame,last_sent_s,last_frame,retransmissions,acked_at_s,acked_frame,latency_ms,sacked_at_s,latency_sack_ms",
+            "flow,seq,len,first_sent_s,first_frame,last_sent_s,last_frame,retransmissions,original_unseen,acked_at_s,acked_frame,latency_ms,sacked_at_s,latency_sack_ms",
         );
         if rx {
             s.push_str(",lost,delivered_at_s,app_delay_ms");
@@ -47,7 +47,7 @@ impl Analysis {
         for r in &self.segments {
             let _ = write!(
                 s,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 self.flows[r.flow].flow,
                 r.seq,
                 r.len,
@@ -56,6 +56,7 @@ impl Analysis {
                 secs(r.last_sent_ns),
                 r.last_frame,
                 r.retransmissions,
+                r.original_unseen as u8,
                 opt(r.acked_ns, secs),
                 opt(r.acked_frame, |f| f.to_string()),
                 opt(r.latency_ns, millis),
@@ -76,11 +77,19 @@ impl Analysis {
         s
     }
 
-    /// `retransmissions.csv`: one row per retransmitted segment.
+    /// `retransmissions.csv`: one row per retransmitted (`kind` = `retransmission`) or
+    /// out-of-order (`out_of_order`) segment, by flow and frame.
     pub fn retransmissions_csv(&self) -> String {
-        let mut s = String::from("flow,frame,sent_s,seq,len\n");
-        for r in &self.retransmissions {
-            let _ = writeln!(s, "{},{},{},{},{}", self.flows[r.flow].flow, r.frame, secs(r.sent_ns), r.seq, r.len);
+        let mut rows: Vec<(&crate::RetxRow, &str)> = self
+            .retransmissions
+            .iter()
+            .map(|r| (r, "retransmission"))
+            .chain(self.out_of_order.iter().map(|r| (r, "out_of_order")))
+            .collect();
+        rows.sort_by_key(|(r, _)| (r.flow, r.frame));
+        let mut s = String::from("flow,frame,kind,sent_s,seq,len\n");
+        for (r, kind) in rows {
+            let _ = writeln!(s, "{},{},{kind},{},{},{}", self.flows[r.flow].flow, r.frame, secs(r.sent_ns), r.seq, r.len);
         }
         s
     }
@@ -88,14 +97,14 @@ impl Analysis {
     /// `flows.csv`: one row per flow.
     pub fn flows_csv(&self) -> String {
         let mut s = String::from(
-            "flow,class,data_segments,retransmitted_segments,est_loss,lost_segments,true_loss,tx_bytes,retx_bytes,acked_bytes,delivered_bytes,start_s,duration_s,throughput_bps,goodput_bps,ack_latency_n,ack_latency_p50_ms,ack_latency_p90_ms,ack_latency_p99_ms,ack_latency_max_ms,ack_latency_sack_p50_ms,ack_latency_sack_p99_ms,app_delay_p50_ms,app_delay_p90_ms,app_delay_p99_ms,app_delay_max_ms,unacked_segments,keepalives,acked_unseen,unseen_first_transmissions\n",
+            "flow,class,data_segments,retransmitted_segments,est_loss,lost_segments,true_loss,tx_bytes,retx_bytes,acked_bytes,delivered_bytes,start_s,duration_s,throughput_bps,goodput_bps,ack_latency_n,ack_latency_p50_ms,ack_latency_p90_ms,ack_latency_p99_ms,ack_latency_max_ms,ack_latency_sack_p50_ms,ack_latency_sack_p99_ms,app_delay_p50_ms,app_delay_p90_ms,app_delay_p99_ms,app_delay_max_ms,unacked_segments,keepalives,acked_unseen,original_unseen,out_of_order\n",
         );
         for f in &self.flows {
             let l = &f.ack_latency;
             let ad = f.app_delay.unwrap_or_default();
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 f.flow,
                 f.class.as_deref().unwrap_or(""),
                 f.data_segments,
@@ -125,7 +134,8 @@ impl Analysis {
                 f.unacked_segments,
                 f.keepalives,
                 f.acked_unseen,
-                f.unseen_first_transmissions,
+                f.original_unseen,
+                f.out_of_order,
             );
         }
         s

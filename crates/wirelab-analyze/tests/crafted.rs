@@ -52,7 +52,8 @@ fn frames(script: &[Pkt]) -> Vec<(Instant, Vec<u8>)> {
         .enumerate()
         .map(|(i, (t, from_a, seq, ack, fl, sack, len))| {
             let (s, d) = if *from_a { (A, B) } else { (B, A) };
-            (Instant::from_nanos(t * 1_000_000), datagram(s, d, *seq, *ack, *fl, sack, *len, i as u16))
+            // 1 s in: tshark ignores a SYN at time 0 when it times the handshake
+            (Instant::from_nanos((1000 + t) * 1_000_000), datagram(s, d, *seq, *ack, *fl, sack, *len, i as u16))
         })
         .collect()
 }
@@ -219,7 +220,7 @@ fn crafted_agrees_with_tshark_and_writes_tables() {
     let seg = std::fs::read_to_string(out.join("segments.csv")).unwrap();
     assert_eq!(
         seg.lines().nth(2).unwrap(),
-        "10.0.0.1:40000>10.0.1.2:5000,101,100,0.110000000,5,0.150000000,9,1,0.170000000,10,60.000000,0.170000000,60.000000"
+        "10.0.0.1:40000>10.0.1.2:5000,101,100,0.110000000,5,0.150000000,9,1,0,0.170000000,10,60.000000,0.170000000,60.000000"
     );
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(json["flows"][0]["ack_latency"]["p90_ns"], 60_000_000);
@@ -236,4 +237,53 @@ fn crafted_agrees_with_tshark_and_writes_tables() {
         eprintln!("tshark not installed; skipping the tshark comparison");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn write_tmp(name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("wirelab-analyze-{}-{name}", std::process::id()));
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// A capture taken downstream of the loss misses the original of frame 5: its
+/// retransmission is still a retransmission (30 ms after the highest segment, above the
+/// 20 ms handshake RTT), but its latency is unknown. A capture where frames 5 and 6 swap
+/// places sees frame 5 out of order (5 ms after the highest, below 20 ms).
+#[test]
+fn downstream_loss_and_reordering() {
+    let s = script();
+    let mut missed = s.clone();
+    missed.remove(4);
+    let a = analyze_bytes(&ethernet_pcap(&missed), None, &opts_100ms()).unwrap();
+    let f = &a.flows[0];
+    assert_eq!((f.data_segments, f.retransmitted_segments, f.original_unseen, f.out_of_order), (4, 1, 1, 0));
+    let r = &a.segments[1];
+    assert_eq!((r.seq, r.first_frame, r.retransmissions, r.original_unseen), (101, 8, 1, true));
+    assert_eq!((r.acked_frame, r.latency_ns), (Some(9), None));
+    assert_eq!(f.ack_latency.n, 3);
+    if tshark_available() {
+        let p = write_tmp("missed.pcap", &ethernet_pcap(&missed));
+        let ts = tshark(&p);
+        assert!(ts[&8].retx && !ts[&8].ooo, "{:?}", ts[&8]);
+        compare_with_tshark(&a, &ts);
+        let _ = std::fs::remove_file(p);
+    }
+
+    let mut swapped = s.clone();
+    swapped.swap(4, 5);
+    swapped[4].0 = 110;
+    swapped[5].0 = 115;
+    let a = analyze_bytes(&ethernet_pcap(&swapped), None, &opts_100ms()).unwrap();
+    let f = &a.flows[0];
+    assert_eq!((f.data_segments, f.retransmitted_segments, f.original_unseen, f.out_of_order), (5, 1, 0, 1));
+    assert_eq!(a.out_of_order.iter().map(|r| (r.frame, r.seq)).collect::<Vec<_>>(), vec![(6, 101)]);
+    let r = &a.segments[1];
+    assert_eq!((r.seq, r.first_frame, r.retransmissions, r.latency_ns), (101, 6, 1, Some(55 * MS)));
+    if tshark_available() {
+        let p = write_tmp("swapped.pcap", &ethernet_pcap(&swapped));
+        let ts = tshark(&p);
+        assert!(ts[&6].ooo && !ts[&6].retx, "{:?}", ts[&6]);
+        compare_with_tshark(&a, &ts);
+        let _ = std::fs::remove_file(p);
+    }
 }

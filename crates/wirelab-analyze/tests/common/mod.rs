@@ -68,8 +68,10 @@ pub struct TsharkFrame {
     pub len: u32,
     pub acks_frame: Option<u32>,
     pub ack_rtt_ns: Option<i64>,
-    /// retransmission, fast_retransmission, spurious_retransmission or out_of_order.
+    /// retransmission, fast_retransmission or spurious_retransmission.
     pub retx: bool,
+    /// out_of_order.
+    pub ooo: bool,
 }
 
 pub fn tshark_available() -> bool {
@@ -108,7 +110,8 @@ pub fn tshark(path: &Path) -> BTreeMap<u32, TsharkFrame> {
                 len: f[1].parse().unwrap_or(0),
                 acks_frame: f[2].parse().ok(),
                 ack_rtt_ns: (!f[3].is_empty()).then(|| secs_to_ns(f[3])),
-                retx: f[4..8].iter().any(|x| !x.is_empty()),
+                retx: f[4..7].iter().any(|x| !x.is_empty()),
+                ooo: !f[7].is_empty(),
             },
         );
     }
@@ -118,23 +121,47 @@ pub fn tshark(path: &Path) -> BTreeMap<u32, TsharkFrame> {
 /// Cross-checks an analysis against tshark's `tcp.analysis` of the same capture:
 ///
 /// * the data frames tshark flags as retransmission / fast / spurious / out-of-order are
-///   exactly the ones we count as retransmissions;
+///   exactly the ones we count as retransmissions or out-of-order; all of tshark's
+///   retransmissions are ours, and our out-of-order ones are tshark's (we call a segment
+///   whose bytes we saw sent before a retransmission even when tshark's timing test
+///   calls it out-of-order);
 /// * for every ACK frame F where tshark reports `acks_frame` D and `ack_rtt` r: when D is
 ///   the first transmission of a range of ours that was never retransmitted, that range
 ///   was first acked by F and our latency equals r to the µs; when it was retransmitted,
 ///   ours (from the first transmission) is at least r.
 ///
-/// Returns (ack_rtt values matched exactly, ack_rtt values of retransmitted ranges).
+/// Returns (ack_rtt values matched exactly, ack_rtt values of retransmitted ranges or
+/// ranges whose first transmission the capture missed).
 pub fn compare_with_tshark(a: &Analysis, ts: &BTreeMap<u32, TsharkFrame>) -> (usize, usize) {
-    let theirs: Vec<u32> = ts.iter().filter(|(_, f)| f.retx && f.len > 0).map(|(&n, _)| n).collect();
-    let ours: Vec<u32> = a.retransmissions.iter().map(|r| r.frame).collect();
-    assert_eq!(ours, theirs, "retransmitted frames: ours vs tshark");
+    let pick = |f: &dyn Fn(&TsharkFrame) -> bool| -> Vec<u32> {
+        ts.iter().filter(|(_, t)| t.len > 0 && f(t)).map(|(&n, _)| n).collect()
+    };
+    let their_retx = pick(&|t| t.retx);
+    let their_ooo = pick(&|t| t.ooo);
+    let their_any = pick(&|t| t.retx || t.ooo);
+    let mut ours: Vec<u32> = a.retransmissions.iter().map(|r| r.frame).collect();
+    ours.sort_unstable();
+    let mut ours_any = ours.clone();
+    ours_any.extend(a.out_of_order.iter().map(|r| r.frame));
+    ours_any.sort_unstable();
+    assert_eq!(ours_any, their_any, "retransmitted or out-of-order frames: ours vs tshark");
+    assert!(their_retx.iter().all(|f| ours.contains(f)), "tshark's retransmissions are ours");
+    assert!(a.out_of_order.iter().all(|r| their_ooo.contains(&r.frame)), "our out-of-order are tshark's");
     let by_first: BTreeMap<u32, &wirelab_analyze::SegmentRow> =
         a.segments.iter().map(|r| (r.first_frame, r)).collect();
     let (mut exact, mut retx) = (0, 0);
     for (&f, t) in ts {
         let (Some(d), Some(rtt)) = (t.acks_frame, t.ack_rtt_ns) else { continue };
         let Some(row) = by_first.get(&d) else { continue };
+        if row.original_unseen {
+            // no latency (first transmission unknown); the ACK and its delay from the
+            // first copy seen still agree
+            assert_eq!(row.acked_frame, Some(f), "range first seen in frame {d}");
+            let seen = row.acked_ns.unwrap() - row.first_sent_ns;
+            assert!((seen - rtt).abs() < 1000, "frame {d}: ours {seen} ns, tshark {rtt} ns");
+            retx += 1;
+            continue;
+        }
         let lat = row.latency_ns.expect("tshark saw an ACK for a range we never saw acked");
         if row.retransmissions == 0 {
             assert_eq!(row.acked_frame, Some(f), "range first sent in frame {d}");
