@@ -287,3 +287,29 @@ fn downstream_loss_and_reordering() {
         let _ = std::fs::remove_file(p);
     }
 }
+
+/// Tail loss: 301..351 (frame 11) is retransmitted whole (frame 12) and ACKed exactly
+/// (frame 13). tshark's unacked list holds both copies, newest first; the ACK matches
+/// both and the last match wins, so `acks_frame` names the *first* transmission and
+/// `ack_rtt` is measured from it, as ours is. (With a repacketized retransmission only
+/// the copy ending at the ACK matches.)
+#[test]
+fn tail_retransmission_acked_exactly() {
+    let mut s = script();
+    s.truncate(11);
+    let a32 = |r: u32| ISN_A.wrapping_add(r);
+    let b32 = |r: u32| ISN_B.wrapping_add(r);
+    s.push((400, true, a32(301), b32(1), ACK | PSH, vec![], 50));
+    s.push((430, false, b32(1), a32(351), ACK, vec![], 0));
+    let a = analyze_bytes(&ethernet_pcap(&s), None, &opts_100ms()).unwrap();
+    let r = &a.segments[3];
+    assert_eq!((r.first_frame, r.last_frame, r.retransmissions, r.acked_frame), (11, 12, 1, Some(13)));
+    assert_eq!(r.latency_ns, Some(230 * MS));
+    if tshark_available() {
+        let p = write_tmp("tail.pcap", &ethernet_pcap(&s));
+        let ts = tshark(&p);
+        eprintln!("tshark frame 13: {:?}", ts[&13]);
+        assert_eq!((ts[&13].acks_frame, ts[&13].ack_rtt_ns), (Some(11), Some(230 * MS)));
+        let _ = std::fs::remove_file(p);
+    }
+}
