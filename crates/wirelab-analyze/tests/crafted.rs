@@ -217,6 +217,12 @@ fn crafted_agrees_with_tshark_and_writes_tables() {
         names,
         ["segments.csv", "flows.csv", "retransmissions.csv", "latency_cdf.csv", "intervals.csv", "fairness.csv", "classes.csv", "summary.json"]
     );
+    for f in files.iter().filter(|p| p.extension().is_some_and(|e| e == "csv")) {
+        let body = std::fs::read_to_string(f).unwrap();
+        let cols = body.lines().next().unwrap().split(',').count();
+        assert!(body.lines().count() > 1, "{f:?} has rows");
+        assert!(body.lines().all(|l| l.split(',').count() == cols), "{f:?}: ragged rows");
+    }
     let seg = std::fs::read_to_string(out.join("segments.csv")).unwrap();
     assert_eq!(
         seg.lines().nth(2).unwrap(),
