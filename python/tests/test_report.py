@@ -114,6 +114,24 @@ def test_run_report_in_headless_browser(tmp_path):
     assert_not_blank(png)
 
 
+def test_run_report_plots_cwnd_when_present(tmp_path):
+    # TCP flows add a congestion-window column to the time series; the report draws it
+    out = tmp_path / "run"
+    wirelab.run(QUICKSTART, seed=1, out=out, overrides={**LEAN, "scenario.duration": "2s"})
+    ts = (out / "flow_timeseries.csv").read_text().splitlines()
+    ts = [ts[0] + ",snd_cwnd"] + [f"{ln},{10 + i % 7}" for i, ln in enumerate(ts[1:])]
+    (out / "flow_timeseries.csv").write_text("\n".join(ts) + "\n")
+    html = build_report(out).read_text()
+    assert 'alt="Congestion window"' in html
+    assert 'alt="Congestion window"' not in build_report(sweep_dir_plain(tmp_path)).read_text()
+
+
+def sweep_dir_plain(tmp_path):
+    ws.run({"scenario": str(QUICKSTART), "set": {**LEAN, "scenario.duration": "1s"}, "seeds": [1]},
+           out=tmp_path / "plain", jobs=1, progress=False)
+    return tmp_path / "plain"
+
+
 def test_broken_figure_is_reported_on_the_console(tmp_path):
     # the report's self-check is what the browser test relies on: prove it fires
     from wirelab.report.common import page

@@ -333,6 +333,16 @@ def test_resume_cleans_leftovers(tmp_path):
     assert (out / "runs" / keys[0] / "flows.csv").read_text() == (tmp_path / "keep" / "flows.csv").read_text()
 
 
+def test_tables_fall_back_to_csv_without_pyarrow(tmp_path, monkeypatch):
+    import wirelab.sweep.store as store
+    monkeypatch.setattr(store, "parquet_available", lambda: False)
+    df = ws.run(sweep_file(tmp_path), out=tmp_path / "o", jobs=1, progress=False)
+    on_disk = pd.read_csv(tmp_path / "o" / "flows.csv")
+    assert not (tmp_path / "o" / "flows.parquet").exists()
+    assert list(on_disk.columns) == list(df.columns) and len(on_disk) == len(df) == 32
+    assert (on_disk["goodput_bps"].to_numpy() == df["goodput_bps"].to_numpy()).all()
+
+
 def test_second_sweep_in_same_dir_is_refused(tmp_path):
     f = sweep_file(tmp_path)
     spec = ws.load(f)

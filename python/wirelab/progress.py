@@ -30,10 +30,10 @@ class Progress:
     counts only items completed since the bar started (resumed items are not timed).
     """
 
-    def __init__(self, total: int, desc: str = "", unit: str = "it", initial: int = 0,
+    def __init__(self, total: float, desc: str = "", unit: str = "it", initial: float = 0,
                  enable: Optional[bool] = None, stream: Optional[TextIO] = None):
-        self.total = int(total)
-        self.n = int(initial)
+        self.total = total
+        self.n = initial
         self.desc = desc
         self.unit = unit
         self.stream = stream if stream is not None else sys.stderr
@@ -72,7 +72,11 @@ class Progress:
         elif self.enabled:
             self._draw()
 
-    def update(self, n: int = 1) -> None:
+    def set(self, n: float) -> None:
+        """Moves the bar to ``n`` (e.g. simulated seconds reached by a run)."""
+        self.update(n - self.n)
+
+    def update(self, n: float = 1) -> None:
         self.n += n
         if self._tqdm is not None:
             self._tqdm.update(n)
@@ -86,7 +90,8 @@ class Progress:
         bar = "#" * fill + "." * (width - fill)
         el = time.monotonic() - self._t0
         post = f" {self._postfix}" if self._postfix else ""
-        return (f"{self.desc}: {self.n}/{self.total} {self.unit}s [{bar}] {pct:3.0f}% "
+        num = (lambda v: f"{v:g}" if isinstance(v, float) else str(v))
+        return (f"{self.desc}: {num(self.n)}/{num(self.total)} {self.unit}s [{bar}] {pct:3.0f}% "
                 f"elapsed {_fmt_secs(el)} eta {_fmt_secs(self.eta_seconds())}{post}")
 
     def _draw(self, force: bool = False) -> None:

@@ -66,6 +66,15 @@ def _version() -> str:
         return "unknown"
 
 
+def parquet_available() -> bool:
+    """Whether pyarrow is installed (tables are written as Parquet, else CSV)."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 class Store:
     """A sweep directory. Use :meth:`create_or_resume` to start or continue a sweep."""
 
@@ -300,11 +309,7 @@ class Store:
     def write_tables(self, names: Iterable[str]) -> List[Path]:
         """Writes the concatenated tables beside the manifest: Parquet if pyarrow is
         installed, CSV otherwise. Returns the paths."""
-        try:
-            import pyarrow  # noqa: F401
-            ext = "parquet"
-        except ImportError:
-            ext = "csv"
+        ext = "parquet" if parquet_available() else "csv"
         written = []
         for name in names:
             df = self.table(name)
