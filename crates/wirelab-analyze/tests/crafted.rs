@@ -319,3 +319,33 @@ fn tail_retransmission_acked_exactly() {
         let _ = std::fs::remove_file(p);
     }
 }
+
+/// After the script: a keep-alive (1 byte at snd_una - 1), a FIN and its ACK, and an ACK
+/// for data never sent. Only the last is an anomaly; nothing changes the ranges.
+#[test]
+fn keepalive_fin_and_acked_unseen() {
+    let mut s = script();
+    let a32 = |r: u32| ISN_A.wrapping_add(r);
+    let b32 = |r: u32| ISN_B.wrapping_add(r);
+    s.push((300, true, a32(350), b32(1), ACK, vec![], 1)); // keep-alive
+    s.push((310, false, b32(1), a32(351), ACK, vec![], 0));
+    s.push((400, true, a32(351), b32(1), ACK | 0x01, vec![], 0)); // FIN
+    s.push((430, false, b32(1), a32(352), ACK, vec![], 0)); // ACK of the FIN
+    let a = analyze_bytes(&ethernet_pcap(&s), None, &opts_100ms()).unwrap();
+    check_flow_after_script(&a, 0);
+    if tshark_available() {
+        let p = write_tmp("keepalive.pcap", &ethernet_pcap(&s));
+        compare_with_tshark(&a, &tshark(&p)); // the keep-alive is no retransmission there either
+        let _ = std::fs::remove_file(p);
+    }
+    s.push((500, false, b32(1), a32(9999), ACK, vec![], 0)); // ACKs unseen data
+    let a = analyze_bytes(&ethernet_pcap(&s), None, &opts_100ms()).unwrap();
+    check_flow_after_script(&a, 1);
+}
+
+fn check_flow_after_script(a: &wirelab_analyze::Analysis, acked_unseen: u64) {
+    let f = &a.flows[0];
+    assert_eq!((f.data_segments, f.retransmitted_segments, f.keepalives), (5, 1, 1));
+    assert_eq!((f.acked_bytes, f.acked_unseen, f.unacked_segments), (350, acked_unseen, 0));
+    assert_eq!(a.segments.len(), 4);
+}
