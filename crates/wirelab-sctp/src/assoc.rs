@@ -264,6 +264,8 @@ pub(crate) struct Assoc {
     init_preservative_ms: u32,
     t2: Option<Instant>,
     t2_count: u32,
+    /// Path the last SHUTDOWN / SHUTDOWN-ACK went to (`asoc->shutdown_last_sent_to`).
+    t2_path: usize,
 
     // send side (outqueue)
     ctrl: VecDeque<(u8, Ctrl)>,
@@ -358,6 +360,7 @@ impl Assoc {
             init_preservative_ms: 0,
             t2: None,
             t2_count: 0,
+            t2_path: 0,
             ctrl: VecDeque::new(),
             q: VecDeque::new(),
             first_unsent: 0,
@@ -515,7 +518,7 @@ impl Assoc {
             self.t1_expired(now, cfg);
         }
         if self.t2.is_some_and(|t| t <= now) {
-            self.t2_expired(now, cfg);
+            self.t2_expired(now, cfg, rng);
         }
         if self.sack_timer.is_some_and(|t| t <= now) {
             self.sack_timer = None;
@@ -553,19 +556,23 @@ impl Assoc {
         self.t1 = Some(now + self.t1_rto);
     }
 
-    /// T2-shutdown (RFC 9260 §9.2): resend SHUTDOWN or SHUTDOWN-ACK.
-    fn t2_expired(&mut self, now: Instant, cfg: &SctpConfig) {
+    /// T2-shutdown (RFC 9260 §9.2): resend SHUTDOWN or SHUTDOWN-ACK. As Linux
+    /// `sctp_sf_t2_timer_expire()`: strike the path it last went to (error counters, PF,
+    /// RTO backoff), then `sctp_cmd_setup_t2()` sends it to an alternate path
+    /// (`sctp_assoc_choose_alter_transport`), so a shutdown survives a failed primary.
+    fn t2_expired(&mut self, now: Instant, cfg: &SctpConfig, rng: &mut Rng) {
         self.t2_count += 1;
         if self.error_count >= cfg.association_max_retrans || self.t2_count > cfg.association_max_retrans {
             self.t2 = None;
             self.fail(SockEvent::Reset, true);
             return;
         }
-        self.error_count += 1;
-        let p = self.active;
-        self.paths[p].rto = (self.paths[p].rto * 2).min(cfg.rto_max);
+        let last = self.t2_path.min(self.paths.len().saturating_sub(1));
+        self.strike(last, now, cfg, rng);
+        let p = self.alternate(last);
         let c = if self.state == AssocState::ShutdownSent { Ctrl::Shutdown } else { Ctrl::ShutdownAck };
         self.ctrl.push_back((p as u8, c));
+        self.t2_path = p;
         self.t2 = Some(now + self.paths[p].rto);
     }
 
@@ -1016,6 +1023,7 @@ impl Assoc {
             // Simultaneous shutdown (§9.2): answer with SHUTDOWN-ACK.
             self.state = AssocState::ShutdownAckSent;
             self.ctrl.push_back((self.active as u8, Ctrl::ShutdownAck));
+            self.t2_path = self.active;
             self.t2 = Some(now + self.paths[self.active].rto);
             return;
         }
@@ -1036,12 +1044,14 @@ impl Assoc {
             AssocState::ShutdownPending => {
                 self.state = AssocState::ShutdownSent;
                 self.ctrl.push_back((p as u8, Ctrl::Shutdown));
+                self.t2_path = p;
                 self.t2 = Some(now + self.paths[p].rto);
                 self.t2_count = 0;
             }
             AssocState::ShutdownReceived => {
                 self.state = AssocState::ShutdownAckSent;
                 self.ctrl.push_back((p as u8, Ctrl::ShutdownAck));
+                self.t2_path = p;
                 self.t2 = Some(now + self.paths[p].rto);
                 self.t2_count = 0;
             }
@@ -1417,6 +1427,7 @@ impl Assoc {
             if !self.ctrl.iter().any(|(_, c)| matches!(c, Ctrl::Shutdown)) {
                 self.ctrl.push_back((self.data_from as u8, Ctrl::Shutdown));
             }
+            self.t2_path = self.active;
             self.t2 = Some(now + self.paths[self.active].rto);
         }
         self.sack_pkts += 1;
