@@ -1,0 +1,662 @@
+"""Seed system 1 (NIT Calicut 2016, issue #9): SCTP send-buffer occupancy classification.
+
+Generates the dumbbell scenarios of ``scenarios/sndbuf-prio/``, runs them with the
+``wirelab`` CLI, and computes the study's statistic.
+
+Topology (the study's testbed, ``docs/reproductions/sndbuf-prio.md``)::
+
+    deepak ─┐                                         
+            r2 (RPi2) ══ eth0 ── bottleneck ── eth0 ══ r1 (RPi1) ── rx (receiver)
+    prasad ─┘
+
+* Two senders with N/2 SCTP associations each (iperf3-like ``sctp-bulk``: 64 KiB
+  messages, greedy, ``duration`` seconds from a seeded start in ``[0, skew)``), one
+  ``sctp-sink`` per flow on the receiver, ports 6000, 6001, … (one iperf3 server per flow).
+* All links 100 Mbit/s Ethernet, 0.1 ms propagation per hop.
+* The routers' forwarding capacity, which the study never states, is the explicit parameter
+  ``bottleneck``: the serialisation rate of the r2 → r1 link (both directions). It is
+  calibrated once (the plain-SFQ 20-flow aggregate) and then held fixed for every cell.
+* The queueing discipline on ``eth0`` of both routers (both ends of the r1–r2 link):
+
+  - ``htb``: the exact tree of ``code/tc_tree/create_tc_tree`` (seed-systems §1.4);
+  - ``sfq``: root ``sfq perturb 10``;
+  - ``htb-intended`` (extension): the same tree, but higher decile classes really get
+    more: HTB ``quantum`` proportional to decile + 1 (weighted round robin);
+  - ``htb-prio`` (extension): the same tree with strict HTB priority by decile;
+  - ``sfq-big`` (extension, equal buffers): root SFQ whose limit equals the tree's 1397;
+  - ``htb-small`` (extension, equal buffers): the tree with each leaf ``limit 11``
+    (11 × 11 = 121 ≤ 127 packets, SFQ's default).
+
+The statistic (``reports/final/data/combine`` and ``calc_variance``, §1.6): per host, drop
+the first and last ⌊N/100⌋ flows in file order; concatenate both hosts; drop the first and
+last ⌊n/100⌋ of the combined list by position; mean and sample standard deviation.
+
+Command line::
+
+    python -m wirelab.repro.sndbuf_prio gen --flows 20 --qdisc htb -o x.toml
+    python -m wirelab.repro.sndbuf_prio run --flows 20 --qdisc htb --duration 60s --out DIR
+    python -m wirelab.repro.sndbuf_prio table --flows 20,200 --duration 30s --out DIR
+    python -m wirelab.repro.sndbuf_prio stats DIR
+    python -m wirelab.repro.sndbuf_prio twoflow --out DIR
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+#: Bottleneck rate calibrated once (see the report): the r2 → r1 serialisation rate.
+DEFAULT_BOTTLENECK = "75mbit"
+#: Published table (``reports/final/results.tex``, seed-systems §1.6), kbit/s.
+PUBLISHED = {
+    # flows: (htb mean, sfq mean, htb sd, sfq sd)
+    20: (2909.75, 3651.0, 507.807, 671.027),
+    200: (296.53, 365.65, 63.959, 124.025),
+    1000: (64.195, 76.0317, 29.193, 107.742),
+    2000: (31.85, 52.028, 50.55, 288.567),
+}
+#: Secondary figures derived from the same data (seed-systems §1.6): median, p10, p90,
+#: max (kbit/s) and Jain's index, HTB then SFQ.
+PUBLISHED_EXTRA = {
+    20: ((3095, 2361, 3665, 3787, 0.972), (3791, 3368, 4339, 4346, 0.969)),
+    200: ((295, 218, 372, 505, 0.956), (348, 246, 512, 1246, 0.898)),
+    1000: ((64.7, 40.2, 89.1, 533, 0.818), (68.2, 33.2, 103, 2232, 0.336)),
+    2000: ((26.2, 15.7, 40.2, 1340, 0.290), (29.7, 19.2, 47.2, 6132, 0.032)),
+}
+QDISCS = ("htb", "sfq", "htb-intended", "htb-prio", "sfq-big", "htb-small")
+HOSTS = ("deepak", "prasad")
+BASE_PORT = 6000
+
+
+# ---------------------------------------------------------------------------------------
+# tc trees
+# ---------------------------------------------------------------------------------------
+
+def htb_tree(variant: str = "faithful", leaf_limit: int | None = None) -> list[str]:
+    """The tc lines of ``create_tc_tree`` (without ``tc`` and ``dev eth0``).
+
+    ``faithful``: 11 root HTB classes at 100 mbit (1:1 default, 1:10 … 1:100), an
+    ``sfq perturb 10`` leaf on each, and nine u32 filters (prio 11 − i) matching IP
+    protocol 132, chunk type 0x96 at byte 32 and flags ``i`` at byte 33 → class 1:(10·i).
+    Flags 0 and 10, unmarked SCTP and non-SCTP packets fall into 1:1; 1:100 gets nothing.
+
+    ``intended`` (extension, not the study's script): the same classes and filters, but
+    a decile class's HTB ``quantum`` is proportional to decile + 1 (1:1 keeps one MTU), so
+    among backlogged classes HTB's deficit round robin gives higher occupancy more bytes.
+
+    ``prio`` (extension): strict HTB priority by decile (decile 9 → prio 0 … deciles 1–2
+    → prio 7, like 1:1), i.e. the most backlogged senders are always served first.
+    """
+    opt = "" if leaf_limit is None else f" limit {leaf_limit}"
+    lines = ["qdisc add root handle 1: htb default 1"]
+    classes = [(1, 0)] + [(10 * i, i) for i in range(1, 11)]
+    for minor, dec in classes:
+        extra = ""
+        if variant == "intended":
+            extra = f" quantum {1514 * (dec + 1)}"
+        elif variant == "prio":
+            extra = f" prio {max(0, min(7, 9 - dec)) if dec else 7}"
+        elif variant != "faithful":
+            raise ValueError(f"unknown tree variant {variant!r}")
+        lines.append(f"class add parent 1: classid 1:{minor} htb rate 100mbit{extra}")
+    for minor, dec in classes:
+        handle = 5 if minor == 1 else minor
+        lines.append(f"qdisc add parent 1:{minor} handle {handle}: sfq perturb 10{opt}")
+    for i in range(1, 10):
+        lines.append(
+            f"filter add parent 1:0 protocol ip prio {11 - i} u32 "
+            f"match ip protocol 132 0xff match u8 0x96 0xff at 32 match u8 {i:#04x} 0xff at 33 "
+            f"flowid 1:{10 * i}"
+        )
+    return lines
+
+
+def qdisc_lines(qdisc: str) -> list[str]:
+    """tc lines for one of :data:`QDISCS`."""
+    if qdisc == "htb":
+        return htb_tree("faithful")
+    if qdisc == "htb-intended":
+        return htb_tree("intended")
+    if qdisc == "htb-prio":
+        return htb_tree("prio")
+    if qdisc == "htb-small":
+        return htb_tree("faithful", leaf_limit=11)
+    if qdisc == "sfq":
+        return ["qdisc add root handle 1: sfq perturb 10"]
+    if qdisc == "sfq-big":
+        return ["qdisc add root handle 1: sfq perturb 10 limit 1397"]
+    raise ValueError(f"unknown qdisc {qdisc!r}; expected one of {', '.join(QDISCS)}")
+
+
+# ---------------------------------------------------------------------------------------
+# scenario generation
+# ---------------------------------------------------------------------------------------
+
+@dataclass
+class Flow:
+    """One iperf3-like client/server pair."""
+    index: int
+    host: str
+    port: int
+    start: float
+
+
+def flows_for(n: int, seed: int, skew: float) -> list[Flow]:
+    """N/2 flows per sender; flow k of host h gets port 6000 + h·N/2 + k and a seeded start
+    uniform in [0, skew) (``random.Random(seed)``, drawn in port order)."""
+    if n < 2 or n % 2:
+        raise ValueError("the number of flows must be even and ≥ 2")
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        host = HOSTS[0] if i < n // 2 else HOSTS[1]
+        start = round(rng.uniform(0.0, skew), 6) if skew > 0 else 0.0
+        out.append(Flow(i, host, BASE_PORT + i, start))
+    return out
+
+
+def _q(s: str) -> str:
+    return json.dumps(s)
+
+
+def _secs(s: str | float) -> float:
+    if isinstance(s, (int, float)):
+        return float(s)
+    s = s.strip()
+    for suf, mul in (("ms", 1e-3), ("us", 1e-6), ("s", 1.0)):
+        if s.endswith(suf):
+            return float(s[: -len(suf)]) * mul
+    raise ValueError(f"time needs a unit (s, ms, us): {s!r}")
+
+
+def _fmt_time(x: float) -> str:
+    return f"{round(x * 1e6)}us"
+
+
+def generate(
+    flows: int,
+    qdisc: str = "htb",
+    duration: str | float = "300s",
+    seed: int = 1,
+    skew: str | float = "1s",
+    bottleneck: str = DEFAULT_BOTTLENECK,
+    adv: str = "v4",
+    profile: str = "linux-4.6",
+    sample_interval: str | None = None,
+    capture: bool = False,
+    extra_lines: Sequence[str] = (),
+    tc_override: Sequence[str] | None = None,
+    bottleneck_netem: str | None = None,
+    sysctls: dict[str, str] | None = None,
+) -> str:
+    """Scenario TOML text for ``flows`` associations under ``qdisc``.
+
+    ``duration`` is each client's run time (iperf3 ``-t``); the simulation lasts
+    ``skew + duration + 3 s`` so every client can finish its shutdown. ``adv`` is the
+    senders' ``net.sctp.sndbuf_adv`` variant (``v4`` = the decile marking of the tables).
+    """
+    d = _secs(duration)
+    sk = _secs(skew)
+    fl = flows_for(flows, seed, sk)
+    total = sk + d + 3.0
+    tc = list(tc_override) if tc_override is not None else qdisc_lines(qdisc)
+    si = sample_interval or ("1s" if flows <= 20 else _fmt_time(max(1.0, total)))
+    sysc = {"net.sctp.sndbuf_adv": adv}
+    if sysctls:
+        sysc.update(sysctls)
+    sysc_txt = ", ".join(f"{_q(k)} = {_q(str(v))}" for k, v in sysc.items())
+    bn = bottleneck_netem or f"rate {bottleneck} delay 100us"
+    o: list[str] = []
+    o.append(f"# Generated by python -m wirelab.repro.sndbuf_prio (issue #9, seed system 1).")
+    o.append(f"# flows={flows} qdisc={qdisc} duration={d:g}s skew={sk:g}s seed={seed} bottleneck={bottleneck!r} adv={adv}")
+    o.append("[scenario]")
+    o.append(f"name = {_q(f'sndbuf-prio-{qdisc}-{flows}')}")
+    o.append(
+        "description = "
+        + _q(
+            f"Seed system 1: {flows} SCTP associations (2 senders x {flows // 2}) through a "
+            f"router pair whose forwarding capacity is modelled as {bottleneck}; egress qdisc {qdisc}."
+        )
+    )
+    o.append(f"duration = {_q(_fmt_time(total))}")
+    o.append(f"seed = {seed}")
+    o.append(f"profile = {_q(profile)}")
+    o.append("")
+    for h in HOSTS:
+        o += ["[[node]]", f"name = {_q(h)}", f"sysctl = {{ {sysc_txt} }}", ""]
+    o += ["[[node]]", 'name = "rx"', ""]
+    o += ["[[node]]", 'name = "r1"', 'kind = "router"', ""]
+    o += ["[[node]]", 'name = "r2"', 'kind = "router"', ""]
+    tc_arr = "[" + ", ".join(_q(x) for x in tc) + "]"
+    # eth0 of both Pis: the link between them, defined first so it is eth0 on both.
+    o += [
+        "# The router pair: r2 (RPi2, senders' side) -> r1 (RPi1). The rate is the modelled",
+        "# forwarding capacity of the Pis; the study's tc tree sits on eth0 of both.",
+        "[[link]]",
+        'name = "bottleneck"',
+        f'a = {{ node = "r2", iface = "eth0", addr = "192.168.100.3/24", tc = {tc_arr} }}',
+        f'b = {{ node = "r1", iface = "eth0", addr = "192.168.100.2/24", tc = {tc_arr} }}',
+        f"netem = {_q(bn)}",
+        "",
+        "[[link]]",
+        'name = "deepak-r2"',
+        'a = { node = "deepak", addr = "192.168.50.3/30" }',
+        'b = { node = "r2", addr = "192.168.50.1/30" }',
+        'netem = "rate 100mbit delay 100us"',
+        "",
+        "[[link]]",
+        'name = "prasad-r2"',
+        'a = { node = "prasad", addr = "192.168.51.3/30" }',
+        'b = { node = "r2", addr = "192.168.51.1/30" }',
+        'netem = "rate 100mbit delay 100us"',
+        "",
+        "[[link]]",
+        'name = "r1-rx"',
+        'a = { node = "r1", addr = "192.168.150.1/24" }',
+        'b = { node = "rx", addr = "192.168.150.2/24" }',
+        'netem = "rate 100mbit delay 100us"',
+        "",
+    ]
+    for f in fl:
+        o += [
+            "[[app]]",
+            f'name = "srv{f.port}"',
+            'kind = "sctp-sink"',
+            'node = "rx"',
+            f"port = {f.port}",
+            "",
+        ]
+    for f in fl:
+        o += [
+            "[[app]]",
+            f'name = "{f.host}-{f.port}"',
+            'kind = "sctp-bulk"',
+            f'node = "{f.host}"',
+            f'dst = "rx:{f.port}"',
+            "size = 65536",
+            f'start = "{_fmt_time(f.start)}"',
+            f'stop = "{_fmt_time(f.start + d)}"',
+            "",
+        ]
+    o += ["[measure]", f'sample_interval = "{si}"']
+    if capture:
+        o.append('capture = ["deepak", "prasad"]')
+    o += list(extra_lines)
+    return "\n".join(o) + "\n"
+
+
+def generate_twoflow(qdisc: str, duration: str | float = "300s", seed: int = 1, interval_ms: int = 1000) -> str:
+    """The 2-flow run of the study's Figures 4.1/4.2: one association per sender, V2
+    (percent) advertisements on the timer every ``interval_ms`` (one value per second),
+    and a 1 mbit/s bottleneck: ``tbf`` = ``tbf rate 1mbit burst 10k latency 50ms`` on the
+    routers' eth0 (the study's TBF command is not in the repository; these are common
+    defaults), ``sfq`` = root ``sfq perturb 10`` in front of a 1 mbit/s link."""
+    if qdisc == "tbf":
+        tc = ["qdisc add root handle 1: tbf rate 1mbit burst 10k latency 50ms"]
+        bn = f"rate {DEFAULT_BOTTLENECK} delay 100us"
+    elif qdisc == "sfq":
+        tc = ["qdisc add root handle 1: sfq perturb 10"]
+        bn = "rate 1mbit delay 100us"
+    else:
+        raise ValueError("two-flow qdisc must be tbf or sfq")
+    return generate(
+        2, qdisc, duration=duration, seed=seed, skew="0s", adv="v2", sample_interval="1s",
+        capture=True, tc_override=tc, bottleneck_netem=bn,
+        sysctls={"net.sctp.sndbuf_adv_interval": str(interval_ms)},
+    ).replace(f"sndbuf-prio-{qdisc}-2", f"sndbuf-prio-twoflow-{qdisc}")
+
+
+# ---------------------------------------------------------------------------------------
+# statistics
+# ---------------------------------------------------------------------------------------
+
+def trim_positional(xs: Sequence[float], k: int) -> list[float]:
+    """Drops the first and last ``k`` entries by position (not by value)."""
+    xs = list(xs)
+    if k <= 0:
+        return xs
+    return xs[k: len(xs) - k] if len(xs) > 2 * k else []
+
+
+def study_statistic(per_host: Sequence[Sequence[float]], n_per_host: int | None = None) -> tuple[float, float, int]:
+    """The study's statistic (``combine`` + ``calc_variance``).
+
+    ``per_host``: per-flow kbit/s lists in file order, one per sender. Each host's list is
+    trimmed by ⌊N/100⌋ flows at each end, N being the flows *per host* as ``combine``
+    does (``n_per_host``, default the list's length), the lists are concatenated, and the
+    combined list is trimmed by ⌊n/100⌋ at each end, n being its length. Returns (mean,
+    sample sd, count).
+    """
+    combined: list[float] = []
+    for xs in per_host:
+        n = n_per_host if n_per_host is not None else len(xs)
+        combined += trim_positional(xs, n // 100)
+    combined = trim_positional(combined, len(combined) // 100)
+    m = len(combined)
+    if m == 0:
+        return (math.nan, math.nan, 0)
+    mean = sum(combined) / m
+    sd = math.sqrt(sum((x - mean) ** 2 for x in combined) / (m - 1)) if m > 1 else math.nan
+    return (mean, sd, m)
+
+
+def jain(xs: Iterable[float]) -> float:
+    """Jain's fairness index (Σx)² / (n·Σx²)."""
+    xs = list(xs)
+    s2 = sum(x * x for x in xs)
+    return (sum(xs) ** 2) / (len(xs) * s2) if xs and s2 > 0 else math.nan
+
+
+def percentile(xs: Sequence[float], p: float) -> float:
+    """Linear-interpolation percentile (numpy's default), ``p`` in [0, 100]."""
+    s = sorted(xs)
+    if not s:
+        return math.nan
+    r = (len(s) - 1) * p / 100.0
+    lo = math.floor(r)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (r - lo)
+
+
+@dataclass
+class CellStats:
+    """Every statistic of one (N, qdisc) cell, kbit/s."""
+    flows: int
+    qdisc: str
+    mean: float
+    sd: float
+    n_trimmed: int
+    jain: float
+    median: float
+    p10: float
+    p90: float
+    min: float
+    max: float
+    aggregate_mbps: float
+    rx_mean: float
+    failed: int
+    extra: dict = field(default_factory=dict)
+
+
+def per_flow_kbps(out: Path, duration: float) -> tuple[list[list[float]], list[float], int]:
+    """Reads ``flows.csv``: per-host per-flow sender kbit/s (bytes written / duration, the
+    iperf3 "sender" line) in port order, the receivers' kbit/s, and the number of clients
+    that never connected (left out, as the study's failed iperf3 clients are)."""
+    rows = list(csv.DictReader(open(out / "flows.csv")))
+    per_host: dict[str, list[tuple[int, float]]] = {h: [] for h in HOSTS}
+    rx: list[float] = []
+    failed = 0
+    for r in rows:
+        if r["kind"] == "sctp-bulk":
+            if r["conns"] == "0":
+                # never connected: iperf3 prints no "sender" line, the study has no entry
+                failed += 1
+                continue
+            port = int(r["name"].rsplit("-", 1)[1])
+            per_host[r["node"]].append((port, float(r["tx_bytes"]) * 8 / duration / 1000))
+        elif r["kind"] == "sctp-sink":
+            rx.append(float(r["rx_bytes"]) * 8 / duration / 1000)
+    return [[v for _, v in sorted(per_host[h])] for h in HOSTS], rx, failed
+
+
+def cell_stats(out: Path, flows: int, qdisc: str, duration: float) -> CellStats:
+    """Statistics of one run directory."""
+    per_host, rx, failed = per_flow_kbps(out, duration)
+    allx = per_host[0] + per_host[1]
+    mean, sd, m = study_statistic(per_host)
+    return CellStats(
+        flows=flows, qdisc=qdisc, mean=mean, sd=sd, n_trimmed=m, jain=jain(allx),
+        median=percentile(allx, 50), p10=percentile(allx, 10), p90=percentile(allx, 90),
+        min=min(allx), max=max(allx), aggregate_mbps=sum(allx) / 1000,
+        rx_mean=sum(rx) / len(rx) if rx else math.nan, failed=failed,
+    )
+
+
+def queue_classes(out: Path, dev: str = "r2:eth0") -> list[dict]:
+    """Class rows of ``queues.csv`` for the bottleneck egress."""
+    rows = list(csv.DictReader(open(out / "queues.csv")))
+    return [r for r in rows if r["dev"] == dev]
+
+
+# ---------------------------------------------------------------------------------------
+# running
+# ---------------------------------------------------------------------------------------
+
+def wirelab_bin() -> str:
+    """The CLI: ``$WIRELAB_BIN``, else ``wirelab`` on PATH, else the release build."""
+    env = os.environ.get("WIRELAB_BIN")
+    if env:
+        return env
+    w = shutil.which("wirelab")
+    if w:
+        return w
+    for cand in ("target/release/wirelab", "../target/release/wirelab"):
+        if Path(cand).exists():
+            return str(Path(cand).resolve())
+    raise FileNotFoundError("wirelab CLI not found: set WIRELAB_BIN or build wirelab-cli")
+
+
+def run_scenario(toml_text: str, out: Path, nice: int = 15) -> float:
+    """Writes ``out/scenario.toml``, runs it, returns the wall time in seconds."""
+    out.mkdir(parents=True, exist_ok=True)
+    sc = out / "scenario.toml"
+    sc.write_text(toml_text)
+    cmd = [wirelab_bin(), "run", str(sc), "--out", str(out)]
+    if nice:
+        cmd = ["nice", "-n", str(nice)] + cmd
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    (out / "wirelab.log").write_text(p.stdout + p.stderr)
+    if p.returncode != 0:
+        raise RuntimeError(f"wirelab failed ({p.returncode}) for {sc}:\n{p.stderr[-2000:]}")
+    return wall
+
+
+def run_cell(flows: int, qdisc: str, duration: str, out: Path, **kw) -> tuple[CellStats, float]:
+    """Generates, runs and evaluates one cell; writes ``out/cell.json``."""
+    wall = run_scenario(generate(flows, qdisc, duration=duration, **kw), out)
+    st = cell_stats(out, flows, qdisc, _secs(duration))
+    st.extra["wall_s"] = round(wall, 2)
+    st.extra["duration_s"] = _secs(duration)
+    st.extra["classes"] = {
+        r["classid"]: int(r["sent_packets"]) for r in queue_classes(out) if r["classid"]
+    }
+    st.extra["drops"] = sum(int(r["drops"]) for r in queue_classes(out) if not r["classid"])
+    (out / "cell.json").write_text(json.dumps(st.__dict__, indent=1))
+    return st, wall
+
+
+# ---------------------------------------------------------------------------------------
+# two-flow plots
+# ---------------------------------------------------------------------------------------
+
+def read_adv_chunks(pcap: Path) -> list[tuple[float, str, int, int]]:
+    """(time s, src ip, src port, value) of every chunk-0x96 in an Ethernet pcap (ns or
+    µs). For V2 chunks the value is the flags byte (percent)."""
+    data = pcap.read_bytes()
+    if len(data) < 24:
+        return []
+    magic = struct.unpack("<I", data[:4])[0]
+    if magic == 0xA1B23C4D:
+        div, endian = 1e9, "<"
+    elif magic == 0xA1B2C3D4:
+        div, endian = 1e6, "<"
+    elif magic in (0x4D3CB2A1, 0xD4C3B2A1):
+        div, endian = (1e9 if magic == 0x4D3CB2A1 else 1e6), ">"
+    else:
+        raise ValueError(f"{pcap}: not a pcap file")
+    off = 24
+    out = []
+    while off + 16 <= len(data):
+        ts, tf, incl, _orig = struct.unpack(endian + "IIII", data[off: off + 16])
+        pkt = data[off + 16: off + 16 + incl]
+        off += 16 + incl
+        if len(pkt) < 14 + 20 + 12 or pkt[12:14] != b"\x08\x00":
+            continue
+        ip = pkt[14:]
+        ihl = (ip[0] & 0xF) * 4
+        if ip[9] != 132:
+            continue
+        src = ".".join(str(b) for b in ip[12:16])
+        sport = struct.unpack(">H", ip[ihl: ihl + 2])[0]
+        c = ihl + 12
+        while c + 4 <= len(ip):
+            typ, flags, ln = ip[c], ip[c + 1], struct.unpack(">H", ip[c + 2: c + 4])[0]
+            if typ == 0x96:
+                val = flags if ln == 4 else (struct.unpack(">I", ip[c + 4: c + 8])[0] if ln >= 8 else flags)
+                out.append((ts + tf / div, src, sport, val))
+            if ln < 4:
+                break
+            c += (ln + 3) & ~3
+    return out
+
+
+def twoflow(out: Path, duration: str = "300s", seed: int = 1) -> dict:
+    """Runs the TBF and SFQ 2-flow experiments and plots the per-second send-buffer value."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = {}
+    d = _secs(duration)
+    for q in ("tbf", "sfq"):
+        o = out / f"twoflow-{q}"
+        wall = run_scenario(generate_twoflow(q, duration, seed), o)
+        pcaps = sorted(o.rglob("*.pcap"))
+        ch: list[tuple[float, str, int, int]] = []
+        for p in pcaps:
+            if "deepak" in p.name or "prasad" in p.name:
+                ch += read_adv_chunks(p)
+        per_src: dict[str, list[tuple[float, int]]] = {}
+        for t, src, _sp, v in sorted(ch):
+            per_src.setdefault(src, []).append((t, v))
+        per_host, rx, _ = per_flow_kbps(o, d)
+        stats = {}
+        fig, ax = plt.subplots(figsize=(8, 3.2))
+        for (src, pts), name in zip(sorted(per_src.items()), HOSTS):
+            secs: dict[int, list[int]] = {}
+            for t, v in pts:
+                secs.setdefault(int(t), []).append(v)
+            xs = sorted(secs)
+            ys = [sum(secs[x]) / len(secs[x]) for x in xs]
+            ax.plot(xs, ys, lw=0.9, label=f"{name} ({src})")
+            mu = sum(ys) / len(ys) if ys else math.nan
+            sdv = math.sqrt(sum((y - mu) ** 2 for y in ys) / (len(ys) - 1)) if len(ys) > 1 else math.nan
+            stats[name] = {"mean_pct": mu, "sd_pct": sdv, "min": min(ys, default=math.nan), "max": max(ys, default=math.nan), "n": len(ys)}
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("send-buffer value (%, V2)")
+        ax.set_ylim(0, 100)
+        ax.set_title(f"2 flows, {q.upper()} at 1 mbit/s")
+        ax.legend(loc="upper right", fontsize=8)
+        fig.tight_layout()
+        img = out / f"sndbuf-prio-twoflow-{q}.png"
+        fig.savefig(img, dpi=110)
+        plt.close(fig)
+        res[q] = {"wall_s": round(wall, 2), "kbps": {h: v[0] for h, v in zip(HOSTS, per_host)}, "adv": stats, "img": str(img)}
+    (out / "twoflow.json").write_text(json.dumps(res, indent=1))
+    return res
+
+
+# ---------------------------------------------------------------------------------------
+# command line
+# ---------------------------------------------------------------------------------------
+
+def _fmt(x: float) -> str:
+    if isinstance(x, float) and math.isnan(x):
+        return "–"
+    return f"{x:.4g}" if abs(x) < 1000 else f"{x:.0f}"
+
+
+def markdown_table(cells: dict[tuple[int, str], CellStats]) -> str:
+    """The 4×4 table beside the published one."""
+    lines = [
+        "| Flows | HTB mean (ours / pub.) | SFQ mean (ours / pub.) | HTB sd (ours / pub.) | SFQ sd (ours / pub.) |",
+        "|---|---|---|---|---|",
+    ]
+    for n in sorted({k[0] for k in cells}):
+        h, s = cells.get((n, "htb")), cells.get((n, "sfq"))
+        p = PUBLISHED.get(n, (math.nan,) * 4)
+        def g(c, a):
+            return _fmt(getattr(c, a)) if c else "–"
+        lines.append(f"| {n} | {g(h,'mean')} / {_fmt(p[0])} | {g(s,'mean')} / {_fmt(p[1])} | {g(h,'sd')} / {_fmt(p[2])} | {g(s,'sd')} / {_fmt(p[3])} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m wirelab.repro.sndbuf_prio", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("gen", help="write a scenario")
+    r = sub.add_parser("run", help="generate and run one cell")
+    t = sub.add_parser("table", help="run several cells and print the table")
+    for p in (g, r, t):
+        p.add_argument("--flows", default="20")
+        p.add_argument("--qdisc", default="htb")
+        p.add_argument("--duration", default="300s")
+        p.add_argument("--seed", type=int, default=1)
+        p.add_argument("--skew", default="1s")
+        p.add_argument("--bottleneck", default=DEFAULT_BOTTLENECK)
+        p.add_argument("--adv", default="v4")
+    g.add_argument("-o", "--output", default="-")
+    for p in (r, t):
+        p.add_argument("--out", required=True)
+    s = sub.add_parser("stats", help="statistics of a run directory")
+    s.add_argument("dir")
+    s.add_argument("--duration", default=None)
+    tf = sub.add_parser("twoflow", help="the 2-flow TBF/SFQ send-buffer plots")
+    tf.add_argument("--out", required=True)
+    tf.add_argument("--duration", default="300s")
+    a = ap.parse_args(argv)
+    kw = {}
+    if a.cmd in ("gen", "run", "table"):
+        kw = dict(seed=a.seed, skew=a.skew, bottleneck=a.bottleneck, adv=a.adv)
+    if a.cmd == "gen":
+        txt = generate(int(a.flows), a.qdisc, duration=a.duration, **kw)
+        if a.output == "-":
+            sys.stdout.write(txt)
+        else:
+            Path(a.output).write_text(txt)
+        return 0
+    if a.cmd == "run":
+        st, wall = run_cell(int(a.flows), a.qdisc, a.duration, Path(a.out), **kw)
+        print(json.dumps(st.__dict__, indent=1))
+        return 0
+    if a.cmd == "table":
+        cells = {}
+        for n in [int(x) for x in a.flows.split(",")]:
+            for q in a.qdisc.split(","):
+                st, wall = run_cell(n, q, a.duration, Path(a.out) / f"{q}-{n}", **kw)
+                cells[(n, q)] = st
+                print(f"{n:5d} {q:13s} mean {st.mean:9.2f} sd {st.sd:9.2f} jain {st.jain:.3f} agg {st.aggregate_mbps:6.2f} Mb/s wall {wall:7.1f} s", flush=True)
+        print(markdown_table(cells))
+        return 0
+    if a.cmd == "stats":
+        d = Path(a.dir)
+        cj = d / "cell.json"
+        meta = json.loads(cj.read_text()) if cj.exists() else {}
+        dur = _secs(a.duration) if a.duration else meta.get("extra", {}).get("duration_s")
+        if dur is None:
+            raise SystemExit("--duration needed")
+        st = cell_stats(d, meta.get("flows", 0), meta.get("qdisc", "?"), dur)
+        print(json.dumps(st.__dict__, indent=1))
+        return 0
+    if a.cmd == "twoflow":
+        print(json.dumps(twoflow(Path(a.out), a.duration), indent=1))
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
