@@ -23,6 +23,7 @@ use crate::codel::{codel_dur, Codel, CodelParams};
 use crate::fifo::{Fifo, FifoKind};
 use crate::fq_codel::{FqCodel, FqCodelParams};
 use crate::htb::{Htb, HtbClassDef, HtbClassParams, TC_HTB_NUMPRIO};
+use crate::netem::NetemQdisc;
 use crate::prio::{PfifoFast, Prio, DEFAULT_PRIOMAP, TCQ_PRIO_BANDS};
 use crate::red::{tc_red_eval_ewma, Red, RedParams};
 use crate::sfq::{Sfq, SfqOpts};
@@ -33,6 +34,7 @@ use core::fmt;
 use std::sync::Arc;
 use wirelab_core::units::{parse_rate, parse_size, parse_time};
 use wirelab_core::{Duration, Rng};
+use wirelab_link::NetemSpec;
 
 /// A configuration error: the command and what is wrong with it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,6 +68,7 @@ enum QdiscOpts {
     Red { limit: u64, min: u64, max: u64, avpkt: u64, burst: u32, probability: f64, bandwidth: u64, ecn: bool, harddrop: bool },
     Htb { defcls: u16, r2q: u32, direct_qlen: Option<u32> },
     Cbq { bandwidth: u64, avpkt: u32, ewma: u8, allot: u32, mpu: u32, cell: Option<u8> },
+    Netem(NetemSpec),
 }
 
 #[derive(Clone, Debug)]
@@ -405,7 +408,12 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
             }
             QdiscOpts::Htb { defcls, r2q, direct_qlen: dq }
         }
-        "netem" => return Err("netem: not a qdisc here; configure netem on the link (wirelab-link)".into()),
+        "netem" => {
+            // the rest of the line is netem's own vocabulary (tc-netem(8))
+            let rest = a.t[a.i..].join(" ");
+            a.i = a.t.len();
+            QdiscOpts::Netem(NetemQdisc::parse_spec(&rest)?)
+        }
         "cbq" => {
             let (mut bw, mut avpkt, mut ewma, mut allot, mut mpu, mut cell) = (0u64, 0u32, TC_CBQ_DEF_EWMA, 0u32, 0u32, None);
             while let Some(o) = a.next() {
@@ -1022,6 +1030,7 @@ impl Builder<'_> {
                 let p = TbfParams { rate_bps: rate_bytes * 8, buffer_ns, peak_bps, mtu_ns, max_size };
                 Box::new(Tbf::new(p, child))
             }
+            QdiscOpts::Netem(spec) => Box::new(NetemQdisc::new(spec.clone(), rng("netem"))),
             QdiscOpts::Sfq(o) => Box::new(Sfq::new(o, &dev, rng("sfq")).map_err(|m| err(line, &format!("sfq: {m}")))?),
             QdiscOpts::Codel { limit, target, interval, ecn, ce_threshold } => {
                 let mut p = CodelParams::new(&dev);

@@ -4,6 +4,7 @@
 //!
 //! * classless: [`fifo`] (`pfifo`, `bfifo`, `pfifo_head_drop`), [`prio::PfifoFast`],
 //!   [`tbf`], [`sfq`], [`red`], [`codel`], [`fq_codel`];
+//! * delay/impairment: [`netem`] (`netem` as a qdisc: a tfifo by `time_to_send`, stackable);
 //! * classful: [`prio::Prio`], [`htb`], [`cbq`] (each class holds a child qdisc), `tbf` (one class);
 //! * classifiers: [`classify`] (`u32`, `fw`, `skb->priority`, and the [`Classifier`] plug-in
 //!   point for custom rules);
@@ -27,6 +28,7 @@ pub mod config;
 pub mod fifo;
 pub mod fq_codel;
 pub mod htb;
+pub mod netem;
 pub mod prio;
 pub mod red;
 pub mod sfq;
