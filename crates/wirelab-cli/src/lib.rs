@@ -50,6 +50,9 @@ enum Cmd {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
     },
+    /// Analyse a TCP capture (wirelab's or tcpdump's): ACK latency, retransmissions,
+    /// loss, goodput per interval, Jain's index (docs/analyze.md).
+    Analyze(wirelab_analyze::AnalyzeArgs),
     /// Run the dumbbell benchmark and print events/s, simulated/wall ratio, packets/s.
     Bench {
         /// Numbers of sender/receiver pairs.
@@ -87,6 +90,13 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
                 println!("{}: ok ({} nodes, {} links, {} apps)", scenario.display(), s.doc.nodes.len(), s.doc.links.len(), s.doc.apps.len());
                 0
             }
+            Err(e) => {
+                eprintln!("error: {e}");
+                2
+            }
+        },
+        Cmd::Analyze(a) => match wirelab_analyze::run(&a) {
+            Ok(()) => 0,
             Err(e) => {
                 eprintln!("error: {e}");
                 2

@@ -227,4 +227,16 @@ fn tshark_sees_handshake_options_sack_half_close_and_rst_without_errors() {
     assert!(count("tcp.flags.fin == 1 && tcp.dstport == 5001") >= 1);
     // RST from the closed port
     assert_eq!(count("tcp.flags.reset == 1 && tcp.srcport == 6000"), 1);
+
+    // `wirelab analyze` on the same capture counts the sender's retransmissions (tcp_info
+    // total_retrans) and sees every byte ACKed
+    let an = out.join("analysis");
+    let code = wirelab_cli::main_with_args(["wirelab", "analyze", p, "--out", an.to_str().unwrap()].map(String::from).to_vec());
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(an.join("summary.json")).unwrap()).unwrap();
+    let flow = v["flows"].as_array().unwrap().iter().find(|f| f["flow"].as_str().unwrap().ends_with(":5001")).unwrap();
+    // total_retrans also counts SYN retransmissions, which carry no data
+    let syn_rtx = count("tcp.flags.syn == 1 && tcp.flags.ack == 0 && tcp.dstport == 5001 && tcp.analysis.retransmission") as u64;
+    assert_eq!(flow["retransmitted_segments"].as_u64().unwrap() + syn_rtx, f0.retrans, "analyzer vs tcp_info retransmissions");
+    assert_eq!(flow["acked_bytes"].as_u64().unwrap(), 2_000_000);
 }
