@@ -129,6 +129,9 @@ def summarize(case: Case, d: Path) -> dict:
     row["rate_mbit"] = row["echo_bytes_10s"] * 8 / span / 1e6
     row["rate_MBps"] = row["echo_bytes_10s"] / span / 1e6
     row["fwd_rate_mbit"] = _at(h2, "bytes_delivered", stop) * 8 / span / 1e6
+    # steady state: the last 5 s of the write period (buffers have settled by then)
+    t0 = max(WRITE_START_S, stop - 5.0)
+    row["rate_last5s_mbit"] = (_at(h1, "bytes_delivered", stop) - _at(h1, "bytes_delivered", t0)) * 8 / (stop - t0) / 1e6
     row["srtt_ms"] = _at(h1, "srtt_ms", stop)
     for tag, t in (("h1", h1), ("h2", h2)):
         est = t[t["time_s"] <= stop]
@@ -192,7 +195,7 @@ def write_table(df: pd.DataFrame, path: Path) -> str:
         cells = []
         for m in MODES:
             r = main[(main["delay_ms"] == d) & (main["mode"] == m)]
-            cells.append("–" if r.empty else f"{r['rate_mbit'].iloc[0]:.1f} Mb/s ({r['rate_MBps'].iloc[0]:.2f} MB/s)")
+            cells.append("–" if r.empty else f"{r['rate_mbit'].iloc[0]:.1f} Mb/s ({r['rate_MBps'].iloc[0]:.2f} MB/s); last 5 s: {r['rate_last5s_mbit'].iloc[0]:.1f}")
         lines.append(f"| {d} ms | " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("Buffers at the end of the write period (bytes) and when they last changed:\n")
