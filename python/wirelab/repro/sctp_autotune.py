@@ -83,12 +83,18 @@ class Case:
         return ov
 
 
-def run_case(wirelab: str, case: Case, out: Path, scenario: Path = SCENARIO) -> Path:
-    """Runs one case with the CLI; returns its output directory."""
+def wirelab_command(path: str | None = None) -> list[str]:
+    """The CLI to run: `path`, else `wirelab` on PATH, else ``python -m wirelab``."""
+    exe = path or shutil.which("wirelab")
+    return [exe] if exe else [sys.executable, "-m", "wirelab"]
+
+
+def run_case(wirelab: str | list[str], case: Case, out: Path, scenario: Path = SCENARIO) -> Path:
+    """Runs one case with the CLI (a path or a command list); returns its output directory."""
     d = out / "runs" / case.name
     if d.exists():
         shutil.rmtree(d)
-    cmd = [wirelab, "run", str(scenario), "--out", str(d)]
+    cmd = ([wirelab] if isinstance(wirelab, str) else list(wirelab)) + ["run", str(scenario), "--out", str(d)]
     for o in case.overrides():
         cmd += ["--set", o]
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -229,7 +235,7 @@ def write_table(df: pd.DataFrame, path: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--wirelab", default=shutil.which("wirelab") or "wirelab", help="path of the wirelab CLI")
+    ap.add_argument("--wirelab", default=None, help="path of the wirelab CLI (default: `wirelab` on PATH, else python -m wirelab)")
     ap.add_argument("--out", required=True, type=Path, help="output directory")
     ap.add_argument("--scenario", type=Path, default=SCENARIO)
     ap.add_argument("--no-variants", action="store_true", help="only the 3 × 3 main grid")
@@ -248,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, series = [], {}
     for c in cases:
         print(f"running {c.name} …", file=sys.stderr, flush=True)
-        d = run_case(args.wirelab, c, out, args.scenario)
+        d = run_case(wirelab_command(args.wirelab), c, out, args.scenario)
         rows.append(summarize(c, d))
         if not c.both_ways and c.server == "sctp-echo" and c.size == 4096:
             series[(c.delay_ms, c.mode)] = pd.read_csv(d / "sctp_timeseries.csv")
