@@ -24,6 +24,8 @@ Topology (the study's testbed, ``docs/reproductions/sndbuf-prio.md``)::
     more: HTB ``quantum`` proportional to decile + 1 (weighted round robin);
   - ``htb-prio`` (extension): the same tree with strict HTB priority by decile;
   - ``sfq-big`` (extension, equal buffers): root SFQ whose limit equals the tree's 1397;
+  - ``sfq-wide`` (extension, equal buffers and flow slots): ``limit 1397 flows 1397
+    divisor 16384`` (the tree has 11 × 128 SFQ slots and 11 × 1024 buckets);
   - ``htb-small`` (extension, equal buffers): the tree with each leaf ``limit 11``
     (11 × 11 = 121 ≤ 127 packets, SFQ's default).
 
@@ -74,7 +76,7 @@ PUBLISHED_EXTRA = {
     1000: ((64.7, 40.2, 89.1, 533, 0.818), (68.2, 33.2, 103, 2232, 0.336)),
     2000: ((26.2, 15.7, 40.2, 1340, 0.290), (29.7, 19.2, 47.2, 6132, 0.032)),
 }
-QDISCS = ("htb", "sfq", "htb-intended", "htb-prio", "sfq-big", "htb-small")
+QDISCS = ("htb", "sfq", "htb-intended", "htb-prio", "sfq-big", "sfq-wide", "htb-small")
 HOSTS = ("deepak", "prasad")
 BASE_PORT = 6000
 
@@ -136,6 +138,8 @@ def qdisc_lines(qdisc: str) -> list[str]:
         return ["qdisc add root handle 1: sfq perturb 10"]
     if qdisc == "sfq-big":
         return ["qdisc add root handle 1: sfq perturb 10 limit 1397"]
+    if qdisc == "sfq-wide":
+        return ["qdisc add root handle 1: sfq perturb 10 limit 1397 flows 1397 divisor 16384"]
     raise ValueError(f"unknown qdisc {qdisc!r}; expected one of {', '.join(QDISCS)}")
 
 
@@ -420,6 +424,8 @@ def cell_stats(out: Path, flows: int, qdisc: str, duration: float) -> CellStats:
         median=percentile(allx, 50), p10=percentile(allx, 10), p90=percentile(allx, 90),
         min=min(allx), max=max(allx), aggregate_mbps=sum(allx) / 1000,
         rx_mean=sum(rx) / len(rx) if rx else math.nan, failed=failed,
+        # never-connected clients counted as 0 kbit/s (the study leaves them out)
+        extra={"jain_all": jain(allx + [0.0] * failed)},
     )
 
 
@@ -476,6 +482,69 @@ def run_cell(flows: int, qdisc: str, duration: str, out: Path, **kw) -> tuple[Ce
     st.extra["drops"] = sum(int(r["drops"]) for r in queue_classes(out) if not r["classid"])
     (out / "cell.json").write_text(json.dumps(st.__dict__, indent=1))
     return st, wall
+
+
+def tsn_reordering(pcap: Path, receiver: str = "192.168.150.2") -> tuple[int, int, dict[int, set[int]]]:
+    """Counts DATA chunks arriving at the receiver (pcap of its interface) with a TSN below
+    the highest TSN already seen on that association (reordering plus retransmissions), and
+    the chunk-0x96 flags seen per source port. Returns (data chunks, below-highest, marks)."""
+    data = pcap.read_bytes()
+    off = 24
+    rx = bytes(int(x) for x in receiver.split("."))
+    last: dict[int, int] = {}
+    marks: dict[int, set[int]] = {}
+    n = low = 0
+    while off + 16 <= len(data):
+        incl = struct.unpack("<I", data[off + 8: off + 12])[0]
+        ip = data[off + 30: off + 16 + incl]
+        off += 16 + incl
+        if len(ip) < 32 or ip[9] != 132 or ip[12:16] == rx:
+            continue
+        sport = struct.unpack(">H", ip[20:22])[0]
+        c = (ip[0] & 0xF) * 4 + 12
+        while c + 4 <= len(ip):
+            typ, fl, ln = ip[c], ip[c + 1], struct.unpack(">H", ip[c + 2: c + 4])[0]
+            if typ == 0x96:
+                marks.setdefault(sport, set()).add(fl)
+            elif typ == 0 and ln >= 16:
+                tsn = struct.unpack(">I", ip[c + 4: c + 8])[0]
+                n += 1
+                if sport in last and tsn < last[sport]:
+                    low += 1
+                last[sport] = max(last.get(sport, 0), tsn)
+            if ln < 4:
+                break
+            c += (ln + 3) & ~3
+    return n, low, marks
+
+
+def secondary_table(cells: dict[tuple[int, str], CellStats]) -> str:
+    """Median / p10 / p90 / max and Jain's index beside the figures derived from the
+    study's raw data (seed-systems §1.6)."""
+    lines = [
+        "| Flows | qdisc | median / p10 / p90 / max (ours) | published | Jain (ours / pub.) | Jain incl. never connected | aggregate Mb/s | never connected |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for (n, q), c in sorted(cells.items()):
+        pub = PUBLISHED_EXTRA.get(n)
+        pv = None if pub is None or q not in ("htb", "sfq") else pub[0 if q == "htb" else 1]
+        ps = " / ".join(_fmt(float(x)) for x in pv[:4]) if pv else "–"
+        pj = _fmt(pv[4]) if pv else "–"
+        lines.append(
+            f"| {n} | {q} | {_fmt(c.median)} / {_fmt(c.p10)} / {_fmt(c.p90)} / {_fmt(c.max)} | {ps} | "
+            f"{c.jain:.3f} / {pj} | {c.extra.get('jain_all', c.jain * (c.flows - c.failed) / c.flows):.3f} | {c.aggregate_mbps:.2f} | {c.failed} |"
+        )
+    return "\n".join(lines)
+
+
+def load_cells(root: Path) -> dict[tuple[int, str], CellStats]:
+    """Reads every ``*/cell.json`` under ``root``."""
+    cells = {}
+    for cj in sorted(root.glob("*/cell.json")):
+        d = json.loads(cj.read_text())
+        c = CellStats(**d)
+        cells[(c.flows, c.qdisc)] = c
+    return cells
 
 
 # ---------------------------------------------------------------------------------------
@@ -615,6 +684,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     s = sub.add_parser("stats", help="statistics of a run directory")
     s.add_argument("dir")
     s.add_argument("--duration", default=None)
+    rp = sub.add_parser("report", help="tables of every cell.json under DIR")
+    rp.add_argument("dir")
     tf = sub.add_parser("twoflow", help="the 2-flow TBF/SFQ send-buffer plots")
     tf.add_argument("--out", required=True)
     tf.add_argument("--duration", default="300s")
@@ -651,6 +722,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise SystemExit("--duration needed")
         st = cell_stats(d, meta.get("flows", 0), meta.get("qdisc", "?"), dur)
         print(json.dumps(st.__dict__, indent=1))
+        return 0
+    if a.cmd == "report":
+        cells = load_cells(Path(a.dir))
+        print(markdown_table(cells))
+        print()
+        print(secondary_table(cells))
         return 0
     if a.cmd == "twoflow":
         print(json.dumps(twoflow(Path(a.out), a.duration), indent=1))
