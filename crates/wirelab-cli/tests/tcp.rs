@@ -144,6 +144,10 @@ fn reno_goodput_follows_the_mathis_model() {
         };
         let r = d.run(None);
         let got = rx_between(&r, "k0", 5.0, 120.0) * 8.0 / 115.0;
+        // the flow is still sending at the end: its totals come from its last tcp_info
+        let f0 = r.flows.iter().find(|f| f.name == "f0").unwrap();
+        let lost = r.links.iter().find(|l| l.name == "bottleneck:r1->r2").unwrap().lost_random;
+        assert!(f0.retrans >= lost * 9 / 10 && f0.tx_packets > 0, "retrans {} vs {lost} random losses", f0.retrans);
         let model = mss * 8.0 / rtt * (1.5f64).sqrt() / p.sqrt();
         rows.push((p, got, model));
     }

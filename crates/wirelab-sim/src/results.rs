@@ -126,6 +126,11 @@ impl Sim {
         for c in &mut self.rec.captures {
             c.finish()?;
         }
+        // sockets still open at the end: their final tcp_info/assoc info feeds the totals
+        for a in self.apps.iter_mut() {
+            let Some(st) = self.nodes[a.node as usize].stack.as_deref() else { continue };
+            a.refresh_final_info(st);
+        }
         let flows = self.apps.iter().map(|a| a.summary(&self.nodes[a.node as usize].name)).collect();
         let mut queues = Vec::new();
         for n in &self.nodes {

@@ -323,6 +323,43 @@ impl App {
         }
     }
 
+    /// Takes the final `tcp_info` / association info of sockets still open at the end of
+    /// a run, so per-flow totals (retransmissions, segments) cover running flows too.
+    pub fn refresh_final_info(&mut self, st: &crate::stack::HostStack) {
+        match &mut self.kind {
+            AppKind::TcpBulk(b) => {
+                if let Some(i) = b.state.sock.and_then(|s| st.tcp.info(s)) {
+                    b.state.last_info = Some(i);
+                }
+            }
+            AppKind::TcpRr(r) => {
+                if let Some(i) = r.state.sock.and_then(|s| st.tcp.info(s)) {
+                    r.state.last_info = Some(i);
+                }
+            }
+            AppKind::TcpServer(v) => {
+                for c in v.conns.iter_mut().filter(|c| !c.closed) {
+                    if let Some(i) = st.tcp.info(c.sock) {
+                        c.last_info = Some(i);
+                    }
+                }
+            }
+            AppKind::SctpBulk(b) => {
+                if let Some(i) = b.st.sock.and_then(|s| st.sctp.info(s)) {
+                    b.st.last_info = Some(i);
+                }
+            }
+            AppKind::SctpServer(v) => {
+                for c in v.conns.iter_mut().filter(|c| !c.closed) {
+                    if let Some(i) = st.sctp.info(c.sock) {
+                        c.last_info = Some(i);
+                    }
+                }
+            }
+            AppKind::UdpCbr(_) | AppKind::UdpSink(_) => {}
+        }
+    }
+
     /// True for apps that use the host's TCP/SCTP stack.
     pub fn uses_stack(&self) -> bool {
         !matches!(self.kind, AppKind::UdpCbr(_) | AppKind::UdpSink(_))
