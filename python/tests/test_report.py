@@ -132,6 +132,43 @@ def sweep_dir_plain(tmp_path):
     return tmp_path / "plain"
 
 
+TCP = {
+    "scenario": {"name": "tcp-dumbbell", "duration": "3s"},
+    "node": [{"name": "a"}, {"name": "r", "kind": "router"}, {"name": "b"}],
+    "link": [{"a": {"node": "a"}, "b": {"node": "r"}, "netem": "rate 100mbit delay 1ms"},
+             {"name": "bn", "a": {"node": "r", "qdisc": "pfifo limit 30"}, "b": {"node": "b"},
+              "netem": "rate 10mbit delay 20ms loss 0.2%"}],
+    "app": [{"name": "bulk", "kind": "tcp-bulk", "node": "a", "dst": "b:5001", "cc": "cubic"},
+            {"name": "sink", "kind": "tcp-sink", "node": "b", "port": 5001}],
+    "measure": {"sample_interval": "50ms"},
+}
+
+
+def test_tcp_sweep_report_plots_cwnd(tmp_path):
+    try:
+        wirelab.validate(TCP)
+    except wirelab.ScenarioError as e:
+        pytest.skip(f"this build has no TCP apps: {e}")
+    out = tmp_path / "tcp"
+    ws.run({"scenario": TCP, "grid": {"app.bulk.cc": ["cubic", "reno"]}, "seeds": [1, 2]},
+           out=out, jobs=2, progress=False)
+    sw = ws.open_sweep(out)
+    tcp = sw.tcp_timeseries
+    assert {"run", "app.bulk.cc", "seed", "cwnd", "srtt_ms"} <= set(tcp.columns)
+    assert set(tcp["app.bulk.cc"]) == {"cubic", "reno"} and (tcp["cwnd"] > 0).any()
+    html_path = build_report(out)
+    html = html_path.read_text()
+    for title in ["Congestion window", "Smoothed RTT", "Receive rate per flow"]:
+        assert f'alt="{title}"' in html, title
+    # one-way delay is measured by UDP sinks only: no empty chart for TCP
+    assert 'alt="goodput (Mbit/s)"' in html and 'alt="mean one-way delay (ms)"' not in html
+    run_html = build_report(sw.store.runs_dir / sw.done[0], tmp_path / "run.html").read_text()
+    assert 'alt="Congestion window"' in run_html
+    console = screenshot(html_path, tmp_path / "tcp.png")
+    assert console == [], console
+    assert_not_blank(tmp_path / "tcp.png")
+
+
 def test_broken_figure_is_reported_on_the_console(tmp_path):
     # the report's self-check is what the browser test relies on: prove it fires
     from wirelab.report.common import page

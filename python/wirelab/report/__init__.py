@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 
 from ..result import Result
-from .common import CSS, MAX_LINES, cdf_figure, figure, img, page, plt, png, table  # noqa: F401
+from .common import (  # noqa: F401 - CSS, CWND_COLUMNS re-exported
+    CSS, CWND_COLUMNS, MAX_LINES, cdf_figure, figure, img, page, plt, png, table, window_series,
+)
 
 _png, _img = png, img  # older private names
 
@@ -17,7 +19,36 @@ def _table(df) -> str:
     return table(df)
 
 
-CWND_COLUMNS = ("cwnd", "snd_cwnd", "cwnd_bytes")
+
+
+def _optional(res: Result, name: str):
+    """A table the run may not have (older wirelab, no TCP/SCTP flows)."""
+    try:
+        return getattr(res, name)
+    except AttributeError:
+        return res._csv(f"{name}.csv") if hasattr(res, "_csv") else None
+
+
+def socket_plots(res: Result) -> list[str]:
+    """Congestion window and smoothed RTT per TCP socket / SCTP association."""
+    out = []
+    tcp, sctp = _optional(res, "tcp_timeseries"), _optional(res, "sctp_timeseries")
+    for column, ylabel, title in [("cwnd", "cwnd", "Congestion window"), ("srtt_ms", "srtt (ms)", "Smoothed RTT")]:
+        w = window_series(res.flow_timeseries, tcp, sctp, column)
+        if not len(w):
+            continue
+        fig, ax = plt.subplots(figsize=(8, 3.2))
+        for i, (name, g) in enumerate(w.groupby("series", sort=True)):
+            if i >= MAX_LINES:
+                break
+            ax.plot(g["time_s"], g["value"], label=name, lw=1.2, drawstyle="steps-post")
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        out.append(figure(fig, title))
+    return out
 
 
 def plots(res: Result) -> list[str]:
@@ -47,21 +78,7 @@ def plots(res: Result) -> list[str]:
             out.append(figure(fig, "CDF of receive rate"))
         else:
             plt.close(fig)
-        col = next((c for c in CWND_COLUMNS if c in ts.columns), None)
-        if col is not None:
-            cw = ts[ts.groupby("flow")[col].transform("max") > 0]
-            if len(cw):
-                fig, ax = plt.subplots(figsize=(8, 3.2))
-                for i, (name, g) in enumerate(cw.groupby("flow", sort=True)):
-                    if i >= MAX_LINES:
-                        break
-                    ax.plot(g["time_s"], g[col], label=name, lw=1.2)
-                ax.set_xlabel("time (s)")
-                ax.set_ylabel(col)
-                ax.set_title("Congestion window")
-                ax.grid(alpha=0.3)
-                ax.legend(fontsize=7)
-                out.append(figure(fig, "Congestion window"))
+    out.extend(socket_plots(res))
     qs = res.queue_timeseries
     if len(qs):
         busy = qs[qs.groupby("dev")["backlog"].transform("max") > 0]

@@ -133,3 +133,44 @@ def sink_rows(flows: pd.DataFrame) -> pd.DataFrame:
         if len(s):
             return s
     return flows[flows.get("rx_packets", pd.Series(0, index=flows.index)) > 0]
+
+
+CWND_COLUMNS = ("cwnd", "snd_cwnd", "cwnd_bytes")
+
+
+def _socket_label(df: pd.DataFrame, prefix: str = "") -> pd.Series:
+    """``flow`` when a flow has one socket, ``flow#sock`` when it has several."""
+    if "sock" not in df.columns:
+        return prefix + df["flow"].astype(str)
+    keys = ["run", "flow"] if "run" in df.columns else ["flow"]
+    multi = df.groupby(keys)["sock"].transform("nunique") > 1
+    lab = df["flow"].astype(str)
+    return prefix + lab.where(~multi, lab + "#" + df["sock"].astype(str))
+
+
+def window_series(flow_ts: pd.DataFrame, tcp_ts: pd.DataFrame, sctp_ts: pd.DataFrame,
+                  column: str = "cwnd") -> pd.DataFrame:
+    """Congestion window (or another per-socket column such as ``srtt_ms``) over time from
+    the TCP and SCTP socket time series (and a ``flow_timeseries`` column of that name, if
+    any), as rows ``time_s, series, value`` (plus ``run`` for sweeps)."""
+    frames = []
+    for df, prefix in ((tcp_ts, ""), (sctp_ts, "sctp ")):
+        if df is not None and len(df) and column in df.columns and "flow" in df.columns:
+            f = pd.DataFrame({"time_s": df["time_s"], "series": _socket_label(df, prefix), "value": df[column]})
+            if "run" in df.columns:
+                f["run"] = df["run"]
+            frames.append(f)
+    if not frames and flow_ts is not None and len(flow_ts):
+        col = column if column in flow_ts.columns else (
+            next((c for c in CWND_COLUMNS if c in flow_ts.columns), None) if column == "cwnd" else None)
+        if col is not None:
+            f = pd.DataFrame({"time_s": flow_ts["time_s"], "series": flow_ts["flow"].astype(str),
+                              "value": flow_ts[col]})
+            if "run" in flow_ts.columns:
+                f["run"] = flow_ts["run"]
+            frames.append(f)
+    if not frames:
+        return pd.DataFrame(columns=["time_s", "series", "value"])
+    out = pd.concat(frames, ignore_index=True)
+    keys = ["run", "series"] if "run" in out.columns else ["series"]
+    return out[out.groupby(keys)["value"].transform("max") > 0]

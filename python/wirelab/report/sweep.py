@@ -10,13 +10,16 @@ from typing import Dict, List, Optional
 import numpy as np
 import pandas as pd
 
-from .common import MAX_LINES, cdf_figure, figure, mean_ci, page, plt, sink_rows, table
+from .common import MAX_LINES, cdf_figure, figure, mean_ci, page, plt, sink_rows, table, window_series
 
-# (column, label, scale) of sink metrics shown as bar charts
+# (column, label, scale) of per-flow metrics shown as bar charts, for the flows where they
+# are not zero everywhere (sinks for goodput/loss/delay, TCP senders for retransmissions)
 METRICS = [
     ("goodput_bps", "goodput (Mbit/s)", 1e-6),
     ("loss_ratio", "loss ratio", 1.0),
     ("delay_mean_ms", "mean one-way delay (ms)", 1.0),
+    ("retrans", "retransmitted segments", 1.0),
+    ("transfer_time_s", "transfer time (s)", 1.0),
 ]
 
 
@@ -50,15 +53,23 @@ def _configs(df: pd.DataFrame, params: List[str]) -> List[str]:
 
 
 def bar_chart(stats: pd.DataFrame, configs: List[str], metric: str, label: str):
-    """Grouped bars: one group per configuration, one bar per flow, 95 % CI whiskers."""
-    flows = list(dict.fromkeys(stats["name"]))[:MAX_LINES]
-    width = 0.8 / max(len(flows), 1)
-    fig, ax = plt.subplots(figsize=(8, 0.6 + 3.0))
+    """Grouped bars: one group per configuration, one bar per flow, 95 % CI whiskers.
+    Returns None when the metric is zero or missing for every flow."""
+    col = f"{metric}_mean"
+    if col not in stats.columns:
+        return None
+    vals = stats[col].astype(float)
+    shown = stats[vals.notna() & (vals != 0)]["name"]
+    flows = list(dict.fromkeys(stats["name"][stats["name"].isin(set(shown))]))[:MAX_LINES]
+    if not flows:
+        return None
+    width = 0.8 / len(flows)
+    fig, ax = plt.subplots(figsize=(8, 3.6))
     x = np.arange(len(configs))
     for i, f in enumerate(flows):
         s = stats[stats["name"] == f].set_index("config").reindex(configs)
         err = s[f"{metric}_ci95"].to_numpy(dtype=float)
-        ax.bar(x + (i - (len(flows) - 1) / 2) * width, s[f"{metric}_mean"].to_numpy(dtype=float), width,
+        ax.bar(x + (i - (len(flows) - 1) / 2) * width, s[col].to_numpy(dtype=float), width,
                yerr=np.where(np.isnan(err), 0, err), capsize=3, label=f)
     ax.set_xticks(x)
     many = len(configs) > 6
@@ -72,19 +83,27 @@ def bar_chart(stats: pd.DataFrame, configs: List[str], metric: str, label: str):
 
 
 def flow_stats(flows: pd.DataFrame, params: List[str]) -> pd.DataFrame:
-    """Per (configuration, sink flow): mean, 95 % CI half-width and count over seeds."""
-    sinks = sink_rows(flows)
-    rows = []
+    """Per (configuration, flow): mean, 95 % CI half-width and count over seeds of each
+    metric; flows whose metrics are all zero (e.g. UDP senders) are left out."""
     short = short_names(params)
-    for (config, name), g in sinks.groupby(["config", "name"], sort=False):
+    rows = []
+    for (config, name), g in flows.groupby(["config", "name"], sort=False):
         row = {short[p]: g[p].iloc[0] for p in params}
-        row.update({"config": config, "name": name})
+        row.update({"config": config, "name": name, "seeds": len(g)})
         for metric, _, scale in METRICS:
-            if metric in g.columns:
-                m, ci, n = mean_ci(g[metric] * scale)
-                row[f"{metric}_mean"], row[f"{metric}_ci95"], row["seeds"] = m, ci, n
+            if metric in g.columns and pd.to_numeric(g[metric], errors="coerce").notna().any():
+                m, ci, _n = mean_ci(pd.to_numeric(g[metric], errors="coerce") * scale)
+                row[f"{metric}_mean"], row[f"{metric}_ci95"] = m, ci
         rows.append(row)
-    return pd.DataFrame(rows)
+    st = pd.DataFrame(rows)
+    means = [c for c in st.columns if c.endswith("_mean")]
+    if means:
+        nonzero = st[means].fillna(0).ne(0)
+        keep = nonzero.groupby(st["name"]).transform("any").any(axis=1)
+        st = st[keep]
+        st = st.drop(columns=[c for c in means if not nonzero[c].any()]
+                     + [c[:-5] + "_ci95" for c in means if not nonzero[c].any()])
+    return st.reset_index(drop=True)
 
 
 def build_sweep_report(root: Path, dest: Optional[Path] = None) -> Path:
@@ -117,8 +136,9 @@ def build_sweep_report(root: Path, dest: Optional[Path] = None) -> Path:
         body.append("<h2>Per configuration (mean over seeds, 95 % confidence interval)</h2>")
         if len(stats):
             for metric, label, _ in METRICS:
-                if f"{metric}_mean" in stats.columns and np.isfinite(stats[f"{metric}_mean"]).any():
-                    body.append(figure(bar_chart(stats, configs, metric, label), label))
+                fig = bar_chart(stats, configs, metric, label)
+                if fig is not None:
+                    body.append(figure(fig, label))
             body.append(table(stats.drop(columns=["config"])))
         body.append("<h2>Distributions</h2>")
         body.extend(_cdfs(sw, params, configs))
@@ -171,30 +191,36 @@ def _timeseries(sw, params: List[str], configs: List[str]) -> List[str]:
     first = summ.groupby("config", sort=False)["run"].first()  # manifest order: first seed
     ts = sw.flow_timeseries
     qs = sw.queue_timeseries
-    from . import CWND_COLUMNS
-
     panels = [c for c in configs if c in first.index][:MAX_LINES]
-    if len(ts) and panels:
-        cw = next((c for c in CWND_COLUMNS if c in ts.columns), None)
-        kinds = [("rx_rate_bps", "receive rate (Mbit/s)", 1e-6)] + ([(cw, cw, 1.0)] if cw else [])
-        for col, ylabel, scale in kinds:
-            fig, axes = plt.subplots(len(panels), 1, figsize=(8, 1.9 * len(panels) + 0.4), sharex=True, squeeze=False)
-            for ax, c in zip(axes[:, 0], panels):
-                g = ts[ts["run"] == first[c]]
-                g = g[g.groupby("flow")[col].transform("max") > 0]
-                for i, (name, f) in enumerate(g.groupby("flow", sort=True)):
-                    if i >= MAX_LINES:
-                        break
-                    ax.plot(f["time_s"], f[col] * scale, label=name, lw=1.1)
-                ax.set_title(c, fontsize=8)
-                ax.set_ylabel(ylabel, fontsize=7)
-                ax.grid(alpha=0.3)
-                if len(g):
-                    ax.legend(fontsize=6, loc="upper right")
-            axes[-1, 0].set_xlabel("time (s)")
-            fig.tight_layout()
-            title = "Congestion window" if col == cw else "Receive rate per flow"
-            out.append(figure(fig, title))
+    if not panels:
+        return out
+    tcp, sctp = sw.tcp_timeseries, sw.sctp_timeseries
+    series = []
+    if len(ts) and "rx_rate_bps" in ts.columns:
+        rx = pd.DataFrame({"run": ts["run"], "time_s": ts["time_s"], "series": ts["flow"].astype(str),
+                           "value": ts["rx_rate_bps"] * 1e-6})
+        series.append((rx, "receive rate (Mbit/s)", "Receive rate per flow"))
+    for column, ylabel, title in [("cwnd", "cwnd", "Congestion window"), ("srtt_ms", "srtt (ms)", "Smoothed RTT")]:
+        w = window_series(ts, tcp, sctp, column)
+        if len(w) and "run" in w.columns:
+            series.append((w, ylabel, title))
+    for df, ylabel, title in series:
+        fig, axes = plt.subplots(len(panels), 1, figsize=(8, 1.9 * len(panels) + 0.4), sharex=True, squeeze=False)
+        for ax, c in zip(axes[:, 0], panels):
+            g = df[df["run"] == first[c]]
+            g = g[g.groupby("series")["value"].transform("max") > 0]
+            for i, (name, f) in enumerate(g.groupby("series", sort=True)):
+                if i >= MAX_LINES:
+                    break
+                ax.plot(f["time_s"], f["value"], label=name, lw=1.1)
+            ax.set_title(c, fontsize=8)
+            ax.set_ylabel(ylabel, fontsize=7)
+            ax.grid(alpha=0.3)
+            if len(g):
+                ax.legend(fontsize=6, loc="upper right")
+        axes[-1, 0].set_xlabel("time (s)")
+        fig.tight_layout()
+        out.append(figure(fig, title))
     if len(qs) and panels:
         fig, ax = plt.subplots(figsize=(8, 3.2))
         n = 0

@@ -84,6 +84,9 @@ class SweepResult:
     summary = property(lambda self: self.table("summary"), doc="One row per run: fingerprint, events, times.")
     flow_timeseries = property(lambda self: self.table("flow_timeseries"))
     queue_timeseries = property(lambda self: self.table("queue_timeseries"))
+    tcp_timeseries = property(lambda self: self.table("tcp_timeseries"), doc="Per-TCP-socket tcp_info samples.")
+    sctp_timeseries = property(lambda self: self.table("sctp_timeseries"))
+    sctp_path_timeseries = property(lambda self: self.table("sctp_path_timeseries"))
     queue_probe = property(lambda self: self.table("queue_probe"))
 
 

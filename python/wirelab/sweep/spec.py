@@ -21,14 +21,14 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.9/3.10 only
     import tomli as tomllib
 
-import tomli_w
-
 from ..exceptions import WirelabError
 
 #: Tables a run writes that a sweep can keep (``summary`` is always kept).
-TABLES = ("flows", "queues", "links", "flow_timeseries", "queue_timeseries", "queue_probe")
+TABLES = ("flows", "queues", "links", "flow_timeseries", "queue_timeseries", "tcp_timeseries",
+          "sctp_timeseries", "sctp_path_timeseries", "queue_probe")
 #: Kept by default: everything except the per-packet probe records.
-DEFAULT_TABLES = ("flows", "queues", "links", "flow_timeseries", "queue_timeseries")
+DEFAULT_TABLES = ("flows", "queues", "links", "flow_timeseries", "queue_timeseries", "tcp_timeseries",
+                  "sctp_timeseries", "sctp_path_timeseries")
 
 SWEEP_KEYS = {"name", "scenario", "set", "grid", "zip", "seeds", "repetitions", "output"}
 OUTPUT_KEYS = {"tables", "pcap"}
@@ -64,7 +64,7 @@ def format_value(v: Any) -> str:
         # JSON arrays/objects of strings and numbers are valid TOML inline values,
         # except objects: those need `k = v` syntax.
         if isinstance(v, dict):
-            return "{" + ", ".join(f"{json.dumps(str(k))} = {format_value_toml(x)}" for k, x in v.items()) + "}"
+            return "{" + ", ".join(f"{_toml_key(str(k))} = {format_value_toml(x)}" for k, x in v.items()) + "}"
         return "[" + ", ".join(format_value_toml(x) for x in v) + "]"
     raise SweepError(f"unsupported parameter value {v!r} ({type(v).__name__})")
 
@@ -73,6 +73,29 @@ def format_value_toml(v: Any) -> str:
     if isinstance(v, str):
         return json.dumps(v)
     return format_value(v)
+
+
+def _toml_key(k: str) -> str:
+    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else json.dumps(k)
+
+
+def _is_aot(v: Any) -> bool:
+    return isinstance(v, list) and bool(v) and all(isinstance(x, Mapping) for x in v)
+
+
+def scenario_to_toml(d: Mapping[str, Any]) -> str:
+    """A scenario dict as TOML with ``[table]`` and ``[[array.of.tables]]`` headers (not
+    inline tables), so ``--set``-style overrides such as ``app.NAME.rate`` can address it."""
+    out: List[str] = []
+    for k, v in d.items():
+        if not isinstance(v, Mapping) and not _is_aot(v):
+            out.append(f"{_toml_key(k)} = {format_value_toml(v)}")
+    for k, v in d.items():
+        tables = [v] if isinstance(v, Mapping) else (v if _is_aot(v) else [])
+        for t in tables:
+            out.append(f"\n[{_toml_key(k)}]" if isinstance(v, Mapping) else f"\n[[{_toml_key(k)}]]")
+            out.extend(f"{_toml_key(str(kk))} = {format_value_toml(vv)}" for kk, vv in t.items())
+    return "\n".join(out).lstrip("\n") + "\n"
 
 
 def format_override(key: str, v: Any) -> str:
@@ -276,7 +299,7 @@ def load(spec: SpecLike, **extra: Any) -> SweepSpec:
         d = _merge(spec, extra)
         sc = d.get("scenario")
         if isinstance(sc, Mapping):
-            return from_mapping(d, scenario_path="<dict>", scenario_text=tomli_w.dumps(dict(sc)),
+            return from_mapping(d, scenario_path="<dict>", scenario_text=scenario_to_toml(sc),
                                 default_name=str(sc.get("scenario", {}).get("name", "sweep")), where="sweep")
         if sc is None:
             raise SweepError("sweep: missing 'scenario' (a path or a scenario dict)")

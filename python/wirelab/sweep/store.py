@@ -288,7 +288,7 @@ class Store:
                 if name not in TABLES:
                     raise SweepError(f"unknown table {name!r}")
                 p = d / f"{name}.csv"
-                if not p.exists():
+                if not p.exists() or p.stat().st_size == 0:
                     continue
                 df = pd.read_csv(p)
             front = {"run": info["key"]}
