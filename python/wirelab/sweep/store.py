@@ -307,13 +307,17 @@ class Store:
         return out
 
     def write_tables(self, names: Iterable[str]) -> List[Path]:
-        """Writes the concatenated tables beside the manifest: Parquet if pyarrow is
-        installed, CSV otherwise. Returns the paths."""
+        """Writes the concatenated tables that have rows beside the manifest: Parquet if
+        pyarrow is installed, CSV otherwise. Returns the paths."""
         ext = "parquet" if parquet_available() else "csv"
         written = []
         for name in names:
             df = self.table(name)
             p = self.root / f"{name}.{ext}"
+            if len(df) == 0 and name != "summary":  # e.g. sctp_timeseries of a TCP-only sweep
+                for e in ("parquet", "csv"):
+                    (self.root / f"{name}.{e}").unlink(missing_ok=True)
+                continue
             tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex[:8]}.tmp")
             if ext == "parquet":
                 df.to_parquet(tmp, index=False)
