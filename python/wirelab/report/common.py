@@ -22,7 +22,7 @@ h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid 
 h3{font-size:1em;margin-top:1.2em}
 table.t{border-collapse:collapse;font-size:.8em}table.t td,table.t th{padding:.2em .5em;border-bottom:1px solid #eee;text-align:right}
 figure{margin:1em 0}img{max-width:100%}figcaption{font-size:.8em;color:#666}code{background:#f4f4f4;padding:0 .2em}
-nav a{margin-right:1em}.note{color:#666;font-size:.85em}"""
+nav a{margin-right:1em}.note{color:#666;font-size:.85em}.tw{overflow-x:auto}"""
 
 # A self-check: a figure that fails to decode is reported on the console, where a headless
 # browser test (and a person with dev tools) sees it.
@@ -56,7 +56,8 @@ def figure(fig, title: str) -> str:
 def table(df) -> str:
     if df is None or len(df) == 0:
         return "<p><em>none</em></p>"
-    return df.to_html(index=False, float_format=lambda x: f"{x:.6g}", border=0, classes="t")
+    t = df.to_html(index=False, float_format=lambda x: f"{x:.6g}", border=0, classes="t")
+    return f'<div class="tw">{t}</div>'
 
 
 def page(title: str, body: Sequence[str]) -> str:

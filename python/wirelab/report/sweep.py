@@ -4,6 +4,7 @@ configuration's first seed."""
 from __future__ import annotations
 
 import html
+import textwrap
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -73,7 +74,9 @@ def bar_chart(stats: pd.DataFrame, configs: List[str], metric: str, label: str):
                yerr=np.where(np.isnan(err), 0, err), capsize=3, label=f)
     ax.set_xticks(x)
     many = len(configs) > 6
-    ax.set_xticklabels([c if many else c.replace(", ", "\n") for c in configs],
+    width_chars = max(12, 90 // max(len(configs), 1))
+    ax.set_xticklabels([c if many else "\n".join(textwrap.fill(part, width_chars) for part in c.split(", "))
+                        for c in configs],
                        rotation=30 if many else 0, ha="right" if many else "center", fontsize=7)
     ax.set_ylabel(label)
     ax.set_title(f"{label}: mean over seeds, 95 % CI")
