@@ -40,6 +40,11 @@ Command line::
     python -m wirelab.repro.sndbuf_prio table --flows 20,200 --duration 30s --out DIR
     python -m wirelab.repro.sndbuf_prio stats DIR
     python -m wirelab.repro.sndbuf_prio twoflow --out DIR
+    python -m wirelab.repro.sndbuf_prio smoke --out DIR        # reduced-duration CI check
+
+The module needs only the standard library (and matplotlib for ``twoflow``) and the
+``wirelab`` CLI (``$WIRELAB_BIN``); when the package's extension module is not built,
+run it as a script: ``python python/wirelab/repro/sndbuf_prio.py …``.
 """
 from __future__ import annotations
 
@@ -300,14 +305,17 @@ def generate(
     return "\n".join(o) + "\n"
 
 
-def generate_twoflow(qdisc: str, duration: str | float = "300s", seed: int = 1, interval_ms: int = 1000) -> str:
+TBF_2FLOW = "tbf rate 1mbit burst 10k latency 50ms"
+
+
+def generate_twoflow(qdisc: str, duration: str | float = "300s", seed: int = 1, interval_ms: int = 1000, tbf: str = TBF_2FLOW) -> str:
     """The 2-flow run of the study's Figures 4.1/4.2: one association per sender, V2
     (percent) advertisements on the timer every ``interval_ms`` (one value per second),
     and a 1 mbit/s bottleneck: ``tbf`` = ``tbf rate 1mbit burst 10k latency 50ms`` on the
     routers' eth0 (the study's TBF command is not in the repository; these are common
     defaults), ``sfq`` = root ``sfq perturb 10`` in front of a 1 mbit/s link."""
     if qdisc == "tbf":
-        tc = ["qdisc add root handle 1: tbf rate 1mbit burst 10k latency 50ms"]
+        tc = [f"qdisc add root handle 1: {tbf}"]
         bn = f"rate {DEFAULT_BOTTLENECK} delay 100us"
     elif qdisc == "sfq":
         tc = ["qdisc add root handle 1: sfq perturb 10"]
@@ -326,7 +334,13 @@ def generate_twoflow(qdisc: str, duration: str | float = "300s", seed: int = 1, 
 # ---------------------------------------------------------------------------------------
 
 def trim_positional(xs: Sequence[float], k: int) -> list[float]:
-    """Drops the first and last ``k`` entries by position (not by value)."""
+    """Drops the first and last ``k`` entries by position (not by value).
+
+    >>> trim_positional([9, 1, 5, 7, 3], 1)
+    [1, 5, 7]
+    >>> trim_positional([1, 2], 1)
+    []
+    """
     xs = list(xs)
     if k <= 0:
         return xs
@@ -341,6 +355,15 @@ def study_statistic(per_host: Sequence[Sequence[float]], n_per_host: int | None 
     does (``n_per_host``, default the list's length), the lists are concatenated, and the
     combined list is trimmed by ⌊n/100⌋ at each end, n being its length. Returns (mean,
     sample sd, count).
+
+    Two hosts of 150 flows: each loses its first and last flow (⌊150/100⌋ = 1), the
+    296 left lose two more at each end of the combined list (⌊296/100⌋ = 2):
+
+    >>> a = [1000.0] + [10.0] * 148 + [1000.0]
+    >>> b = [0.0] + [20.0] * 148 + [0.0]
+    >>> mean, sd, n = study_statistic([a, b])
+    >>> n, round(mean, 4), round(sd, 4)
+    (292, 15.0, 5.0086)
     """
     combined: list[float] = []
     for xs in per_host:
@@ -356,7 +379,11 @@ def study_statistic(per_host: Sequence[Sequence[float]], n_per_host: int | None 
 
 
 def jain(xs: Iterable[float]) -> float:
-    """Jain's fairness index (Σx)² / (n·Σx²)."""
+    """Jain's fairness index (Σx)² / (n·Σx²).
+
+    >>> jain([1, 1, 1, 1]), jain([1, 0, 0, 0])
+    (1.0, 0.25)
+    """
     xs = list(xs)
     s2 = sum(x * x for x in xs)
     return (sum(xs) ** 2) / (len(xs) * s2) if xs and s2 > 0 else math.nan
@@ -664,6 +691,36 @@ def markdown_table(cells: dict[tuple[int, str], CellStats]) -> str:
     return "\n".join(lines)
 
 
+def smoke(out: Path, duration: str = "10s") -> int:
+    """Reduced-duration check for CI (≈ 5 s wall): 20 and 200 flows, tree and SFQ.
+
+    Fails (returns 1) unless ≥ 95 % of the clients connect, the tree's bottleneck sends packets
+    through at least three decile classes, the 200-flow tree has a lower SD than SFQ (the
+    study's headline, which holds in every seed of the 300-s runs), and the link is busy."""
+    problems = []
+    cells = {}
+    for n in (20, 200):
+        for q in ("htb", "sfq"):
+            st, wall = run_cell(n, q, duration, out / f"{q}-{n}")
+            cells[(n, q)] = st
+            print(f"{n:4d} {q:4s} mean {st.mean:8.1f} sd {st.sd:7.1f} jain {st.jain:.3f} agg {st.aggregate_mbps:6.2f} wall {wall:.1f} s")
+            # an INIT dropped at the full queue is retried after RTO.initial = 3 s, 6 s, …,
+            # so a few clients may miss a 10-s run; more than 5 % would be a regression
+            if st.failed * 20 > n:
+                problems.append(f"{q}-{n}: {st.failed} clients never connected")
+            if st.aggregate_mbps < 60:
+                problems.append(f"{q}-{n}: aggregate {st.aggregate_mbps:.1f} Mb/s < 60")
+            if q == "htb":
+                used = [c for c, k in st.extra["classes"].items() if k > 0 and c != "1:1"]
+                if len(used) < 3:
+                    problems.append(f"{q}-{n}: packets in only {used}")
+    if not cells[(200, "htb")].sd < cells[(200, "sfq")].sd:
+        problems.append("200 flows: tree sd not below SFQ sd")
+    for p in problems:
+        print("FAIL:", p)
+    return 1 if problems else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m wirelab.repro.sndbuf_prio", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -684,6 +741,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     s = sub.add_parser("stats", help="statistics of a run directory")
     s.add_argument("dir")
     s.add_argument("--duration", default=None)
+    sm = sub.add_parser("smoke", help="reduced-duration CI check (20 and 200 flows, 10 s)")
+    sm.add_argument("--out", required=True)
     rp = sub.add_parser("report", help="tables of every cell.json under DIR")
     rp.add_argument("dir")
     tf = sub.add_parser("twoflow", help="the 2-flow TBF/SFQ send-buffer plots")
@@ -723,6 +782,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         st = cell_stats(d, meta.get("flows", 0), meta.get("qdisc", "?"), dur)
         print(json.dumps(st.__dict__, indent=1))
         return 0
+    if a.cmd == "smoke":
+        return smoke(Path(a.out))
     if a.cmd == "report":
         cells = load_cells(Path(a.dir))
         print(markdown_table(cells))
