@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use wirelab_core::{Duration, Instant};
 use wirelab_link::NetemSpec;
 use wirelab_sim::apps::tcp::ClientState;
-use wirelab_sim::apps::{App, AppKind, SctpBulk, SctpServer, TcpBulk, TcpRr, TcpServer, UdpCbr, UdpSink};
+use wirelab_sim::apps::{App, AppKind, Itt, SctpBulk, SctpServer, TcpBulk, TcpRr, TcpServer, TcpThin, UdpCbr, UdpSink};
 use wirelab_sim::stack::StackConfig;
 use wirelab_sim::capture::CaptureFormat;
 use wirelab_sim::{Change, IfAddr, Sim};
@@ -249,6 +249,61 @@ impl Scenario {
                         req_start: None,
                         latencies: Vec::new(),
                         skipped: 0,
+                    })
+                }
+                "tcp-thin" => {
+                    let dst_s = a.dst.as_ref().ok_or_else(|| self.error_at(span(&a.kind), "app `tcp-thin` needs `dst` (ADDR:PORT or NODE:PORT)"))?;
+                    let itt_d = a.interval.as_ref().map(|i| self.time(i)).transpose()?.unwrap_or(Duration::from_millis(100));
+                    if itt_d == Duration::ZERO {
+                        return Err(self.error_at(span(a.interval.as_ref().unwrap()), "interval must be positive"));
+                    }
+                    let jitter = a.jitter.as_ref().map(|j| self.time(j)).transpose()?;
+                    let itt = if let Some(list) = &a.replay {
+                        let mut v = Vec::new();
+                        for item in list {
+                            let bad = || self.error_at(span(item), format!("`{}` is not GAP:BYTES like \"100ms:120\"", item.get_ref()));
+                            let (g, b) = item.get_ref().split_once(':').ok_or_else(bad)?;
+                            let gap = wirelab_core::units::parse_time(g).map_err(|_| bad())?;
+                            let bytes: u32 = b.trim().parse().map_err(|_| bad())?;
+                            if bytes == 0 || bytes > 65536 {
+                                return Err(self.error_at(span(item), "write size must be 1..=65536 bytes"));
+                            }
+                            v.push((gap, bytes));
+                        }
+                        if v.is_empty() || v.iter().all(|(g, _)| *g == Duration::ZERO) {
+                            return Err(self.error_at(span(&a.kind), "`replay` needs at least one write with a positive gap"));
+                        }
+                        Itt::Replay(v)
+                    } else {
+                        match a.itt_dist.as_ref().map(|d| d.get_ref().as_str()) {
+                            None | Some("fixed") | Some("uniform") => match jitter {
+                                Some(j) if j > itt_d => return Err(self.error_at(span(a.jitter.as_ref().unwrap()), "jitter must not exceed the interval")),
+                                Some(j) => Itt::Uniform(itt_d, j),
+                                None => Itt::Fixed(itt_d),
+                            },
+                            Some("exponential") => Itt::Exponential(itt_d),
+                            Some(other) => return Err(self.error_at(span(a.itt_dist.as_ref().unwrap()), format!("`{other}` is not fixed, uniform or exponential"))),
+                        }
+                    };
+                    let mut opts = self.tcp_opts(a)?;
+                    if a.nodelay.is_none() {
+                        // thin-stream applications (games, VoIP, SSH) set TCP_NODELAY
+                        opts.insert(0, wirelab_tcp::SockOpt::NoDelay(true));
+                    }
+                    let size = self.positive_size(a.size.as_ref(), 120)?;
+                    AppKind::TcpThin(TcpThin {
+                        dst: self.resolve(&sim, dst_s)?,
+                        start,
+                        stop,
+                        size,
+                        itt,
+                        opts,
+                        state: ClientState::default(),
+                        writes: 0,
+                        blocked: 0,
+                        replay_pos: 0,
+                        size_next: size,
+                        rng: wirelab_core::Rng::stream(seed, &format!("app/{name}/itt")),
                     })
                 }
                 "sctp-bulk" => {

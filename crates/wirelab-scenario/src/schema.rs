@@ -34,6 +34,9 @@ pub struct ScenarioFile {
     /// `[measure]`: captures, probes, sampling.
     #[serde(default)]
     pub measure: MeasureSpec,
+    /// `[sweep]`: parameters for `wirelab sweep` (docs/sweeps.md); ignored by a single run.
+    #[serde(default)]
+    pub sweep: Option<toml::Value>,
 }
 
 /// `[scenario]`.
@@ -200,6 +203,15 @@ pub struct AppSpec {
     /// SCTP: bind only the route's source address instead of all interface addresses.
     #[serde(default)]
     pub single_homed: Option<bool>,
+    /// `tcp-thin`: ± uniform jitter on the inter-transmission time (`10ms`).
+    #[serde(default)]
+    pub jitter: Option<S>,
+    /// `tcp-thin`: `fixed` (default; `uniform` when `jitter` is given) or `exponential`.
+    #[serde(default)]
+    pub itt_dist: Option<S>,
+    /// `tcp-thin`: replayed `GAP:BYTES` writes, e.g. `["100ms:120", "30ms:500"]`, repeated.
+    #[serde(default)]
+    pub replay: Option<Vec<S>>,
     /// Number of datagrams (default unlimited).
     #[serde(default)]
     pub count: Option<Spanned<u64>>,
@@ -290,6 +302,7 @@ pub const APP_KINDS: &[(&str, &[&str])] = &[
     ("tcp-file", &["dst", "size", "bytes", "start", "exchanges", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss"]),
     ("tcp-sink", &["port", "read_rate", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss"]),
     ("tcp-echo", &["port", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss"]),
+    ("tcp-thin", &["dst", "size", "interval", "jitter", "itt_dist", "replay", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "tos", "mss"]),
     ("tcp-rr", &["dst", "size", "interval", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "tos", "mss"]),
     ("sctp-bulk", &["dst", "size", "bytes", "start", "stop", "nodelay", "sndbuf", "rcvbuf", "streams", "unordered", "single_homed"]),
     ("sctp-sink", &["port", "nodelay", "sndbuf", "rcvbuf"]),
@@ -406,7 +419,10 @@ impl Scenario {
             };
             // booleans carry no span; report them at the app's `kind`
             let flag = |b: Option<bool>| b.map(|_| span(&a.kind));
-            let given: [(&str, Option<core::ops::Range<usize>>); 22] = [
+            let given: [(&str, Option<core::ops::Range<usize>>); 25] = [
+                ("jitter", a.jitter.as_ref().map(span)),
+                ("itt_dist", a.itt_dist.as_ref().map(span)),
+                ("replay", a.replay.as_ref().and_then(|r| r.first()).map(span)),
                 ("dst", a.dst.as_ref().map(span)),
                 ("port", a.port.as_ref().map(span)),
                 ("rate", a.rate.as_ref().map(span)),

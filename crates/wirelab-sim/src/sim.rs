@@ -578,6 +578,7 @@ impl Sim {
             AppKind::TcpBulk(b) => b.on_input(&mut ctx, input),
             AppKind::TcpServer(v) => v.on_input(&mut ctx, input),
             AppKind::TcpRr(r) => r.on_input(&mut ctx, input),
+            AppKind::TcpThin(t) => t.on_input(&mut ctx, input),
             AppKind::SctpBulk(b) => b.on_input(&mut ctx, input),
             AppKind::SctpServer(v) => v.on_input(&mut ctx, input),
             AppKind::UdpCbr(_) | AppKind::UdpSink(_) => None,

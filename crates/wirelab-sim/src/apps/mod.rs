@@ -14,7 +14,7 @@ use wirelab_core::{Duration, Instant};
 pub mod sctp;
 pub mod tcp;
 pub use sctp::{SctpBulk, SctpServer};
-pub use tcp::{AppCtx, AppInput, ClientPhase, TcpBulk, TcpRr, TcpServer};
+pub use tcp::{AppCtx, AppInput, ClientPhase, Itt, TcpBulk, TcpRr, TcpServer, TcpThin};
 
 /// Bytes of IPv4 + UDP header, counted by a UDP source's `rate`.
 pub const UDP_IP_OVERHEAD: u32 = 28;
@@ -86,6 +86,8 @@ pub enum AppKind {
     TcpServer(TcpServer),
     /// TCP request/response client.
     TcpRr(TcpRr),
+    /// Thin-stream TCP source.
+    TcpThin(TcpThin),
     /// SCTP bulk client.
     SctpBulk(SctpBulk),
     /// SCTP sink or echo server.
@@ -224,6 +226,13 @@ impl App {
                     s.delay_mean_ms = r.latencies.iter().sum::<u64>() as f64 / n / 1e6;
                 }
             }
+            AppKind::TcpThin(t) => {
+                s.kind = "tcp-thin";
+                s.proto = "tcp";
+                client_summary(&mut s, &t.state);
+                s.tx_packets = t.writes;
+                s.lost = t.blocked;
+            }
             AppKind::TcpServer(v) => {
                 s.kind = if v.echo { "tcp-echo" } else { "tcp-sink" };
                 s.proto = "tcp";
@@ -277,6 +286,7 @@ impl App {
             AppKind::UdpSink(k) => (0, k.rx_bytes),
             AppKind::TcpBulk(b) => (b.state.written, b.state.read),
             AppKind::TcpRr(r) => (r.state.written, r.state.read),
+            AppKind::TcpThin(t) => (t.state.written, t.state.read),
             AppKind::TcpServer(v) => (v.conns.iter().map(|c| c.tx_bytes).sum(), v.rx_bytes()),
             AppKind::SctpBulk(b) => (b.st.written, b.st.read),
             AppKind::SctpServer(v) => (v.conns.iter().map(|c| c.tx_bytes).sum(), v.rx_bytes()),
@@ -288,6 +298,7 @@ impl App {
         match &self.kind {
             AppKind::TcpBulk(b) => Some(*b.dst.ip()),
             AppKind::TcpRr(r) => Some(*r.dst.ip()),
+            AppKind::TcpThin(t) => Some(*t.dst.ip()),
             AppKind::SctpBulk(b) => b.dst.first().copied(),
             _ => None,
         }
@@ -300,6 +311,7 @@ impl App {
             AppKind::UdpSink(_) => None,
             AppKind::TcpBulk(b) => Some(b.start),
             AppKind::TcpRr(r) => Some(r.start),
+            AppKind::TcpThin(t) => Some(t.start),
             AppKind::SctpBulk(b) => Some(b.start),
             AppKind::TcpServer(_) | AppKind::SctpServer(_) => Some(Instant::ZERO),
         }
@@ -310,6 +322,7 @@ impl App {
         match &self.kind {
             AppKind::TcpBulk(b) => b.state.sock.into_iter().for_each(f),
             AppKind::TcpRr(r) => r.state.sock.into_iter().for_each(f),
+            AppKind::TcpThin(t) => t.state.sock.into_iter().for_each(f),
             AppKind::TcpServer(v) => v.conns.iter().filter(|c| !c.closed).for_each(|c| f(c.sock)),
             _ => {}
         }
@@ -335,6 +348,11 @@ impl App {
             AppKind::TcpRr(r) => {
                 if let Some(i) = r.state.sock.and_then(|s| st.tcp.info(s)) {
                     r.state.last_info = Some(i);
+                }
+            }
+            AppKind::TcpThin(t) => {
+                if let Some(i) = t.state.sock.and_then(|s| st.tcp.info(s)) {
+                    t.state.last_info = Some(i);
                 }
             }
             AppKind::TcpServer(v) => {

@@ -708,3 +708,156 @@ impl TcpRr {
         None
     }
 }
+
+/// How a thin-stream source spaces its writes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Itt {
+    /// Every `itt`.
+    Fixed(Duration),
+    /// Uniform in `itt ± jitter` (the thesis harness's `-i 100:10`, application-level
+    /// jitter: no network reordering).
+    Uniform(Duration, Duration),
+    /// Exponentially distributed with mean `itt` (Poisson writes).
+    Exponential(Duration),
+    /// Replays `(gap before the write, payload bytes)` pairs in order, then repeats.
+    Replay(Vec<(Duration, u32)>),
+}
+
+/// A thin-stream source (seed system 3): small writes at an inter-transmission time,
+/// application-limited, `TCP_NODELAY` by default; the payload carries an 8-byte write
+/// sequence number and the 8-byte write time so a receiver trace gives application delay.
+#[derive(Clone, Debug)]
+pub struct TcpThin {
+    /// Destination.
+    pub dst: SocketAddrV4,
+    /// Connect time.
+    pub start: Instant,
+    /// No write at or after this time.
+    pub stop: Instant,
+    /// Payload bytes per write (for Fixed/Uniform/Exponential).
+    pub size: u32,
+    /// Spacing of writes.
+    pub itt: Itt,
+    /// Options set before `connect()`.
+    pub opts: Vec<SockOpt>,
+    /// Connection state.
+    pub state: ClientState,
+    /// Writes made.
+    pub writes: u64,
+    /// Writes that did not fit the send buffer (the application would have blocked).
+    pub blocked: u64,
+    /// Position in a replay list.
+    pub replay_pos: usize,
+    /// Payload of the next write.
+    pub size_next: u32,
+    /// The app's own random stream.
+    pub rng: wirelab_core::Rng,
+}
+
+impl TcpThin {
+    fn next_gap(&mut self) -> (Duration, u32) {
+        match &self.itt {
+            Itt::Fixed(d) => (*d, self.size),
+            Itt::Uniform(d, j) => {
+                let lo = d.as_nanos().saturating_sub(j.as_nanos());
+                let span = 2 * j.as_nanos() + 1;
+                (Duration::from_nanos(lo + self.rng.below(span)), self.size)
+            }
+            Itt::Exponential(d) => (Duration::from_nanos(self.rng.exponential(d.as_nanos() as f64).round() as u64), self.size),
+            Itt::Replay(list) => {
+                if list.is_empty() {
+                    return (Duration::from_millis(100), self.size);
+                }
+                let (g, s) = list[self.replay_pos % list.len()];
+                self.replay_pos += 1;
+                (g, s)
+            }
+        }
+    }
+
+    /// Handles one input; returns the next timer to arm.
+    pub fn on_input(&mut self, ctx: &mut AppCtx, input: AppInput) -> Option<Instant> {
+        match input {
+            AppInput::Timer => {
+                match self.state.phase {
+                    ClientPhase::Idle => {
+                        connect(ctx, self.dst, &self.opts, &mut self.state);
+                        None
+                    }
+                    ClientPhase::Sending => {
+                        if ctx.now >= self.stop {
+                            if let Some(s) = self.state.sock {
+                                let _ = ctx.stack.tcp.shutdown_write(ctx.now, s);
+                            }
+                            self.state.phase = ClientPhase::Closing;
+                            return None;
+                        }
+                        self.write(ctx, self.size_next);
+                        let (gap, next_size) = self.next_gap();
+                        self.size_next = next_size;
+                        Some(ctx.now + gap)
+                    }
+                    _ => None,
+                }
+            }
+            AppInput::Tcp(s, ev) if Some(s) == self.state.sock => {
+                match ev {
+                    SockEvent::Connected => {
+                        self.state.t_connected = Some(ctx.now);
+                        self.state.phase = ClientPhase::Sending;
+                        let (gap, size) = self.next_gap();
+                        self.size_next = size;
+                        // first write after one gap, like a game or VoIP tick
+                        return Some(ctx.now + gap);
+                    }
+                    SockEvent::Readable | SockEvent::PeerClosed => {
+                        let (n, _) = drain(ctx, s, usize::MAX);
+                        self.state.read += n;
+                        if ev == SockEvent::PeerClosed {
+                            self.state.last_info = ctx.stack.tcp.info(s);
+                            if self.state.phase == ClientPhase::Closing {
+                                self.state.phase = ClientPhase::Done;
+                                self.state.t_done = Some(ctx.now);
+                            }
+                            ctx.stack.tcp.close(ctx.now, s);
+                        }
+                    }
+                    SockEvent::Reset | SockEvent::ConnectFailed => {
+                        self.state.last_info = ctx.stack.tcp.info(s);
+                        self.state.phase = ClientPhase::Failed;
+                    }
+                    _ => {}
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn write(&mut self, ctx: &mut AppCtx, _size: u32) {
+        let Some(s) = self.state.sock else { return };
+        let n = (self.size_next.max(16) as usize).min(PATTERN.len());
+        let mut buf = [0u8; 1500];
+        let msg: &[u8] = if n <= buf.len() {
+            buf[..8].copy_from_slice(&self.writes.to_be_bytes());
+            buf[8..16].copy_from_slice(&ctx.now.as_nanos().to_be_bytes());
+            &buf[..n]
+        } else {
+            &PATTERN[..n]
+        };
+        match ctx.stack.tcp.send(ctx.now, s, msg) {
+            Ok(k) if k == msg.len() => {
+                self.writes += 1;
+                self.state.written += k as u64;
+                self.state.t_data.get_or_insert(ctx.now);
+                self.state.t_last_write = Some(ctx.now);
+            }
+            Ok(k) => {
+                // a partial write: count what went in, the rest is dropped by the app
+                self.blocked += 1;
+                self.state.written += k as u64;
+            }
+            Err(e) => self.state.error = Some(e),
+        }
+    }
+}
