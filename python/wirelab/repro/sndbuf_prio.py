@@ -691,6 +691,35 @@ def markdown_table(cells: dict[tuple[int, str], CellStats]) -> str:
     return "\n".join(lines)
 
 
+def plot_cdf(dirs: Sequence[Path], img: Path, duration: float = 300.0) -> None:
+    """Per-flow bandwidth CDFs (kbit/s, connected flows) of run directories, one panel per
+    flow count; the label is each directory's name."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by_n: dict[int, list[tuple[str, list[float]]]] = {}
+    for d in dirs:
+        meta = json.loads((d / "cell.json").read_text())
+        ph, _rx, _f = per_flow_kbps(d, meta.get("extra", {}).get("duration_s", duration))
+        by_n.setdefault(meta["flows"], []).append((meta["qdisc"], sorted(ph[0] + ph[1])))
+    ns = sorted(by_n)
+    fig, axes = plt.subplots(1, len(ns), figsize=(4.2 * len(ns), 3.4), squeeze=False)
+    for ax, n in zip(axes[0], ns):
+        for name, xs in by_n[n]:
+            ys = [(i + 1) / len(xs) for i in range(len(xs))]
+            ax.step(xs, ys, where="post", label=name)
+        ax.set_title(f"{n} flows")
+        ax.set_xlabel("per-flow bandwidth (kbit/s)")
+        ax.set_ylabel("CDF")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(img, dpi=110)
+    plt.close(fig)
+
+
 def smoke(out: Path, duration: str = "10s") -> int:
     """Reduced-duration check for CI (≈ 5 s wall): 20 and 200 flows, tree and SFQ.
 
@@ -741,6 +770,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     s = sub.add_parser("stats", help="statistics of a run directory")
     s.add_argument("dir")
     s.add_argument("--duration", default=None)
+    cd = sub.add_parser("cdf", help="per-flow CDF plot of run directories")
+    cd.add_argument("dirs", nargs="+")
+    cd.add_argument("-o", "--output", required=True)
     sm = sub.add_parser("smoke", help="reduced-duration CI check (20 and 200 flows, 10 s)")
     sm.add_argument("--out", required=True)
     rp = sub.add_parser("report", help="tables of every cell.json under DIR")
@@ -781,6 +813,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise SystemExit("--duration needed")
         st = cell_stats(d, meta.get("flows", 0), meta.get("qdisc", "?"), dur)
         print(json.dumps(st.__dict__, indent=1))
+        return 0
+    if a.cmd == "cdf":
+        plot_cdf([Path(x) for x in a.dirs], Path(a.output))
         return 0
     if a.cmd == "smoke":
         return smoke(Path(a.out))
