@@ -79,6 +79,12 @@ class Result:
         return self._csv("sctp_path_timeseries.csv")
 
     @cached_property
+    def tcp_rate_timeseries(self) -> pd.DataFrame:
+        """Receiver-side rate control (``net.ipv4.rate_*``): per controlled connection and
+        sample, the measured rate and the window offered (``/proc/net/tcp_rate`` columns)."""
+        return self._csv("tcp_rate_timeseries.csv")
+
+    @cached_property
     def queue_probe(self) -> pd.DataFrame:
         """Per-packet enqueue/dequeue/drop records of probed queues."""
         return self._csv("queue_probe.csv")
@@ -92,7 +98,7 @@ class Result:
         """Writes every table as Parquet beside its CSV (needs ``pyarrow``)."""
         written = []
         for name in ["flows", "queues", "links", "flow_timeseries", "queue_timeseries", "queue_probe",
-                     "tcp_timeseries", "sctp_timeseries", "sctp_path_timeseries"]:
+                     "tcp_timeseries", "sctp_timeseries", "sctp_path_timeseries", "tcp_rate_timeseries"]:
             df = getattr(self, name)
             if len(df.columns):
                 p = self.out_dir / f"{name}.parquet"

@@ -37,6 +37,9 @@ pub fn write_all(out: &Path, sc: &Scenario, r: &RunResults, wall_seconds: f64, c
     if !r.sctp_series.is_empty() {
         files.extend(["sctp_timeseries.csv", "sctp_path_timeseries.csv"].map(String::from));
     }
+    if !r.rate_series.is_empty() {
+        files.push("tcp_rate_timeseries.csv".into());
+    }
     if !r.probe.is_empty() {
         files.push("queue_probe.csv".into());
     }
@@ -71,6 +74,9 @@ pub fn write_all(out: &Path, sc: &Scenario, r: &RunResults, wall_seconds: f64, c
     if !r.sctp_series.is_empty() {
         table(out, "sctp_timeseries.csv", &r.sctp_series)?;
         table(out, "sctp_path_timeseries.csv", &r.sctp_path_series)?;
+    }
+    if !r.rate_series.is_empty() {
+        table(out, "tcp_rate_timeseries.csv", &r.rate_series)?;
     }
     if !r.probe.is_empty() {
         let mut w = csv(out, "queue_probe.csv", "time_ns,dev,event,pkt_id,len,qlen,backlog,sojourn_ns,src,dst,proto,sport,dport")?;

@@ -303,6 +303,28 @@ pub struct SctpPathSample {
     pub error_count: u32,
 }
 
+/// A receiver-side rate-control row (seed 003): one controlled TCP connection per sample,
+/// the columns of the thesis's `/proc/net/tcp_rate` plus the window in force.
+#[derive(Clone, Debug, Serialize)]
+pub struct RateSample {
+    /// Time (s).
+    pub time_s: f64,
+    /// Receiving node.
+    pub node: String,
+    /// `local->remote` (local = receiver).
+    pub conn: String,
+    /// Measured rate (bit/s).
+    pub rate_bps: f64,
+    /// Measured rate (packets/s, the thesis's unit).
+    pub rate_pps: u64,
+    /// Window offered by the controller (bytes).
+    pub window: u32,
+    /// Window Linux would have offered (bytes).
+    pub linux_window: u32,
+    /// Control mode.
+    pub mode: String,
+}
+
 /// Collects everything a run records.
 #[derive(Default)]
 pub struct Recorder {
@@ -313,6 +335,7 @@ pub struct Recorder {
     pub(crate) tcp_series: Vec<TcpSample>,
     pub(crate) sctp_series: Vec<SctpSample>,
     pub(crate) path_series: Vec<SctpPathSample>,
+    pub(crate) rate_series: Vec<RateSample>,
     last_sample: Option<(Instant, Vec<(u64, u64)>)>,
     fingerprint: u64,
 }
@@ -424,6 +447,23 @@ impl Recorder {
                     self.push_sctp(now, &a.name, &node.name, s.0, &i);
                 }
             });
+        }
+        for n in nodes {
+            let Some(stack) = n.stack.as_deref() else { continue };
+            for (s, probe) in &stack.rate_probes {
+                let snap = probe.snapshot_at(now);
+                let conn = stack.tcp.addrs(*s).map(|(l, r)| format!("{l}->{r}")).unwrap_or_default();
+                self.rate_series.push(RateSample {
+                    time_s: now.as_secs_f64(),
+                    node: n.name.clone(),
+                    conn,
+                    rate_bps: snap.rate_bytes_per_sec as f64 * 8.0,
+                    rate_pps: snap.rate_pps(),
+                    window: snap.window,
+                    linux_window: snap.linux_window,
+                    mode: format!("{:?}", snap.mode),
+                });
+            }
         }
         for n in nodes {
             for f in &n.ifaces {

@@ -1,6 +1,6 @@
 //! What a run produces, as plain tables (serialised by the CLI and Python layers).
 use crate::apps::FlowSummary;
-use crate::record::{FlowSample, ProbeRecord, QueueSample, SctpPathSample, SctpSample, TcpSample};
+use crate::record::{FlowSample, ProbeRecord, QueueSample, RateSample, SctpPathSample, SctpSample, TcpSample};
 use crate::sim::{NodeCounters, Sim};
 use serde::Serialize;
 
@@ -118,6 +118,9 @@ pub struct RunResults {
     /// Per-SCTP-path time series.
     #[serde(skip)]
     pub sctp_path_series: Vec<SctpPathSample>,
+    /// Receiver-side rate control time series (`tcp_rate` rows per sample).
+    #[serde(skip)]
+    pub rate_series: Vec<RateSample>,
 }
 
 impl Sim {
@@ -191,6 +194,7 @@ impl Sim {
             tcp_series: std::mem::take(&mut self.rec.tcp_series),
             sctp_series: std::mem::take(&mut self.rec.sctp_series),
             sctp_path_series: std::mem::take(&mut self.rec.path_series),
+            rate_series: std::mem::take(&mut self.rec.rate_series),
         })
     }
 }

@@ -548,7 +548,9 @@ impl Sim {
             let sctp_cfg = cfg.sctp.clone().unwrap_or_else(|| wirelab_sctp::SctpConfig::profile("linux-6").expect("linux-6"));
             let tcp = wirelab_tcp::TcpEndpoint::new(tcp_cfg, Rng::stream(seed, &format!("node/{}/tcp", node.name)));
             let sctp = wirelab_sctp::SctpEndpoint::new(sctp_cfg, Rng::stream(seed, &format!("node/{}/sctp", node.name)));
-            node.stack = Some(Box::new(HostStack::new(tcp, sctp)));
+            let mut st = HostStack::new(tcp, sctp);
+            st.rate = cfg.rate.clone();
+            node.stack = Some(Box::new(st));
         }
     }
 
@@ -891,6 +893,35 @@ impl Sim {
                     return;
                 };
                 let ok = u.verify_checksum(src, dst);
+                let dport = u.dst_port();
+                if node.stack_cfg.rate.is_some() {
+                    // receiver-side UDP policy (seed 003): OKAY → DROP → WARN → KILL
+                    self.ensure_stack(n);
+                    let node = &mut self.nodes[n as usize];
+                    if let Some(st) = node.stack.as_deref_mut() {
+                        let cfg = st.rate.clone().unwrap_or_default();
+                        let pol = st.udp_rate.entry(dport).or_insert_with(|| wirelab_ratectl::UdpRatePolicy::new(&cfg));
+                        match pol.on_datagram(now, pkt.len()) {
+                            wirelab_ratectl::UdpVerdict::Deliver => {}
+                            wirelab_ratectl::UdpVerdict::Drop => {
+                                if let AppKind::UdpSink(s) = &mut self.apps[app as usize].kind {
+                                    s.policy_drops += 1;
+                                }
+                                self.recycle(pkt.data);
+                                return;
+                            }
+                            wirelab_ratectl::UdpVerdict::Kill => {
+                                // the socket is closed, as after an ICMP port unreachable
+                                node.udp_ports.remove(&dport);
+                                if let AppKind::UdpSink(s) = &mut self.apps[app as usize].kind {
+                                    s.killed_at = Some(now);
+                                }
+                                self.recycle(pkt.data);
+                                return;
+                            }
+                        }
+                    }
+                }
                 if let AppKind::UdpSink(s) = &mut self.apps[app as usize].kind {
                     if ok {
                         s.on_datagram(now, u.payload(), pkt.len());

@@ -21,11 +21,17 @@ pub struct HostStack {
     sctp_owner: Vec<u32>,
     /// Time of this stack's pending `Event::Stack` entry.
     pub(crate) scheduled: Option<Instant>,
+    /// Receiver-side rate control (seed 003), when the node sets `net.ipv4.rate_*`.
+    pub rate: Option<wirelab_ratectl::RateConfig>,
+    /// Rate probes of the controlled TCP sockets, in creation order.
+    pub rate_probes: Vec<(wirelab_tcp::SocketId, wirelab_ratectl::RateProbe)>,
+    /// UDP rate policies by local port.
+    pub udp_rate: std::collections::BTreeMap<u16, wirelab_ratectl::UdpRatePolicy>,
 }
 
 impl HostStack {
     pub(crate) fn new(tcp: TcpEndpoint, sctp: SctpEndpoint) -> Self {
-        HostStack { tcp, sctp, tcp_owner: Vec::new(), sctp_owner: Vec::new(), scheduled: None }
+        HostStack { tcp, sctp, tcp_owner: Vec::new(), sctp_owner: Vec::new(), scheduled: None, rate: None, rate_probes: Vec::new(), udp_rate: Default::default() }
     }
 
     fn set(v: &mut Vec<u32>, id: u32, app: u32) {
@@ -39,9 +45,26 @@ impl HostStack {
         v.get(id as usize).copied().filter(|&a| a != NO_OWNER)
     }
 
-    /// Marks TCP socket `s` as owned by application `app` (its events go there).
+    /// Marks TCP socket `s` as owned by application `app` (its events go there). On a
+    /// node with rate control every new connection gets a [`TcpRateController`]
+    /// (`wirelab_ratectl`) as its receive-window policy, like the thesis's kernel patch
+    /// applied to every socket.
+    ///
+    /// [`TcpRateController`]: wirelab_ratectl::TcpRateController
     pub fn own_tcp(&mut self, s: wirelab_tcp::SocketId, app: u32) {
         Self::set(&mut self.tcp_owner, s.0, app);
+        if let Some(cfg) = &self.rate {
+            if self.tcp.state(s).is_some_and(|st| st != wirelab_tcp::TcpState::Listen) && !self.rate_probes.iter().any(|(x, _)| *x == s) {
+                let ctl = wirelab_ratectl::TcpRateController::new(cfg);
+                let probe = ctl.probe();
+                if let Some(m) = cfg.mss {
+                    let _ = self.tcp.set_option(s, wirelab_tcp::SockOpt::MaxSeg(m));
+                }
+                if self.tcp.set_rcv_window_policy(s, Some(Box::new(ctl))).is_ok() {
+                    self.rate_probes.push((s, probe));
+                }
+            }
+        }
     }
     /// Marks SCTP socket `s` as owned by application `app`.
     pub fn own_sctp(&mut self, s: wirelab_sctp::SocketId, app: u32) {
@@ -72,6 +95,8 @@ pub struct StackConfig {
     pub tcp: Option<TcpConfig>,
     /// SCTP configuration (`None` = the `linux-6` profile).
     pub sctp: Option<SctpConfig>,
+    /// Receiver-side rate control (`net.ipv4.rate_*`, seed 003); `None` = off.
+    pub rate: Option<wirelab_ratectl::RateConfig>,
 }
 
 impl StackConfig {
@@ -87,7 +112,7 @@ impl StackConfig {
             other => other,
         };
         let sctp = SctpConfig::profile(sctp_name).map_err(|e| e.to_string())?;
-        Ok(StackConfig { tcp: Some(tcp), sctp: Some(sctp) })
+        Ok(StackConfig { tcp: Some(tcp), sctp: Some(sctp), rate: None })
     }
 
     /// Applies one sysctl by its Linux name: `net.ipv4.tcp_*` go to TCP, `net.sctp.*` to
@@ -95,7 +120,9 @@ impl StackConfig {
     pub fn set_sysctl(&mut self, key: &str, value: &str) -> Result<(), String> {
         let tcp = self.tcp.get_or_insert_with(|| TcpConfig::profile("linux-6").expect("linux-6 profile"));
         let sctp = self.sctp.get_or_insert_with(|| SctpConfig::profile("linux-6").expect("linux-6 profile"));
-        if key.starts_with("net.sctp.") {
+        if key.starts_with("net.ipv4.rate_") || key.starts_with("/proc/sys/net/ipv4/rate_") || wirelab_ratectl::SYSCTL_NAMES.contains(&key) {
+            self.rate.get_or_insert_with(wirelab_ratectl::RateConfig::default).set_sysctl(key, value)
+        } else if key.starts_with("net.sctp.") {
             sctp.set_sysctl(key, value).map_err(|e| e.to_string())
         } else if key.starts_with("net.core.") {
             let a = tcp.set_sysctl(key, value);

@@ -67,6 +67,10 @@ pub struct UdpSink {
     pub reordered: u64,
     /// Datagrams whose checksum failed (corrupted in transit).
     pub bad_checksum: u64,
+    /// Datagrams dropped by the receiver's UDP rate policy (DROP/WARN states).
+    pub policy_drops: u64,
+    /// When the UDP rate policy killed the socket.
+    pub killed_at: Option<Instant>,
     /// First and last arrival.
     pub first_rx: Option<Instant>,
     /// Last arrival.
