@@ -113,7 +113,7 @@ pub fn bench_case(n: u32, rate: &str, duration_s: f64, udp: bool) -> Result<Benc
     let mut sock_bytes = 0usize;
     for node in 0..(2 + 2 * n) {
         if let Some(st) = sim.stack(node) {
-            sock_bytes += st.tcp.sockets().filter_map(|s| st.tcp.socket_memory(s)).sum::<usize>();
+            sock_bytes += st.tcp().sockets().filter_map(|s| st.tcp().socket_memory(s)).sum::<usize>();
         }
     }
     let r = sim.finish().map_err(|e| e.to_string())?;

@@ -20,11 +20,11 @@ fn an_idle_established_connection_costs_under_10_kb_per_end() {
     let srv = sim.node_id("srv").unwrap();
     assert_eq!(sim.stack(srv).unwrap().tcp.sockets().count(), n + 1, "listener + one connection per client");
     let st = sim.stack(srv).unwrap();
-    let conns: Vec<usize> = st.tcp.sockets().filter(|&s| st.tcp.state(s) == Some(wirelab_tcp::TcpState::Established)).filter_map(|s| st.tcp.socket_memory(s)).collect();
+    let conns: Vec<usize> = st.tcp().sockets().filter(|&s| st.tcp().state(s) == Some(wirelab_tcp::TcpState::Established)).filter_map(|s| st.tcp().socket_memory(s)).collect();
     assert_eq!(conns.len(), n, "all connections established");
     let c0 = sim.node_id("c0").unwrap();
     let cst = sim.stack(c0).unwrap();
-    let client: Vec<usize> = cst.tcp.sockets().filter_map(|s| cst.tcp.socket_memory(s)).collect();
+    let client: Vec<usize> = cst.tcp().sockets().filter_map(|s| cst.tcp().socket_memory(s)).collect();
     let per_server = conns.iter().sum::<usize>() / n;
     eprintln!("idle connection: {per_server} B at the server end, {} B at the client end", client[0]);
     assert!(per_server <= 10 * 1024 && client[0] <= 10 * 1024);

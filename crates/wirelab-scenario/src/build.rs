@@ -92,6 +92,13 @@ impl Scenario {
                 };
                 stack.set_sysctl(k, &val).map_err(|e| self.error_at(v.span(), format!("sysctl `{k}`: {e}")))?;
             }
+            if let Some(lines) = &n.shim {
+                let mut rules = wirelab_shim::RuleTable::default();
+                for (i, l) in lines.iter().enumerate() {
+                    rules.parse_line(i + 1, l.get_ref()).map_err(|e| self.error_at(span(l), format!("shim rule: {e}")))?;
+                }
+                stack.shim = Some(wirelab_shim::ShimConfig { rules, ..Default::default() });
+            }
             let fwd = n.sysctl.get("net.ipv4.ip_forward").map(|v| matches!(v.get_ref(), toml::Value::Integer(1)) || v.get_ref().as_str() == Some("1"));
             let id = sim.add_node(n.name.get_ref(), fwd.unwrap_or(router));
             sim.set_stack_config(id, stack);

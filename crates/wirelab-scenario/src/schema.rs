@@ -76,6 +76,10 @@ pub struct NodeSpec {
     /// Sysctls by Linux name: `"net.ipv4.tcp_rmem" = "4096 87380 6291456"`.
     #[serde(default)]
     pub sysctl: BTreeMap<String, Spanned<toml::Value>>,
+    /// TCP-to-SCTP shim rules (seed 5), one per entry: `["remote enable 10.1.1.0/24",
+    /// "local enable any port 5001"]`. Present = TCP applications on this node use the shim.
+    #[serde(default)]
+    pub shim: Option<Vec<S>>,
 }
 
 /// One end of a link.

@@ -437,13 +437,13 @@ impl Recorder {
             let node = &nodes[a.node as usize];
             let Some(stack) = node.stack.as_deref() else { continue };
             a.tcp_sockets(&mut |s| {
-                if let Some(i) = stack.tcp.info(s) {
-                    let conn = stack.tcp.addrs(s).map(|(l, r)| format!("{l}->{r}")).unwrap_or_default();
+                if let Some(i) = stack.s_info(s) {
+                    let conn = stack.s_addrs(s).map(|(l, r)| format!("{l}->{r}")).unwrap_or_default();
                     self.tcp_series.push(TcpSample::new(now, &a.name, &node.name, s.0, conn, &i));
                 }
             });
             a.sctp_sockets(&mut |s| {
-                if let Some(i) = stack.sctp.info(s) {
+                if let Some(i) = stack.sctp().info(s) {
                     self.push_sctp(now, &a.name, &node.name, s.0, &i);
                 }
             });
@@ -452,7 +452,7 @@ impl Recorder {
             let Some(stack) = n.stack.as_deref() else { continue };
             for (s, probe) in &stack.rate_probes {
                 let snap = probe.snapshot_at(now);
-                let conn = stack.tcp.addrs(*s).map(|(l, r)| format!("{l}->{r}")).unwrap_or_default();
+                let conn = stack.tcp().addrs(*s).map(|(l, r)| format!("{l}->{r}")).unwrap_or_default();
                 self.rate_series.push(RateSample {
                     time_s: now.as_secs_f64(),
                     node: n.name.clone(),

@@ -548,7 +548,7 @@ impl Sim {
             let sctp_cfg = cfg.sctp.clone().unwrap_or_else(|| wirelab_sctp::SctpConfig::profile("linux-6").expect("linux-6"));
             let tcp = wirelab_tcp::TcpEndpoint::new(tcp_cfg, Rng::stream(seed, &format!("node/{}/tcp", node.name)));
             let sctp = wirelab_sctp::SctpEndpoint::new(sctp_cfg, Rng::stream(seed, &format!("node/{}/sctp", node.name)));
-            let mut st = HostStack::new(tcp, sctp);
+            let mut st = HostStack::new(tcp, sctp, cfg.shim.clone());
             st.rate = cfg.rate.clone();
             node.stack = Some(Box::new(st));
         }
@@ -603,10 +603,7 @@ impl Sim {
                 buf.clear();
                 buf.resize(HEADROOM, 0);
                 let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() else { return };
-                let t = match stack.tcp.poll_transmit(now, &mut buf) {
-                    Some(t) => Some(t),
-                    None => stack.sctp.poll_transmit(now, &mut buf),
-                };
+                let t = stack.poll_transmit(now, &mut buf);
                 match t {
                     Some(t) => self.send_ip(n, t, buf),
                     None => {
@@ -617,14 +614,9 @@ impl Sim {
             }
             let mut evs = std::mem::take(&mut self.ev_scratch);
             if let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() {
-                while let Some((s, e)) = stack.tcp.poll_event() {
-                    if let Some(a) = stack.tcp_owner(s) {
-                        evs.push((a, AppInput::Tcp(s, e)));
-                    }
-                }
-                while let Some((s, e)) = stack.sctp.poll_event() {
-                    if let Some(a) = stack.sctp_owner(s) {
-                        evs.push((a, AppInput::Sctp(s, e)));
+                while let Some(ev) = stack.poll_app_event() {
+                    if let Some(x) = ev {
+                        evs.push(x);
                     }
                 }
             }
@@ -660,12 +652,7 @@ impl Sim {
             return; // superseded entry
         }
         stack.scheduled = None;
-        if stack.tcp.poll_timeout().is_some_and(|t| t <= now) {
-            stack.tcp.handle_timeout(now);
-        }
-        if stack.sctp.poll_timeout().is_some_and(|t| t <= now) {
-            stack.sctp.handle_timeout(now);
-        }
+        stack.handle_timeout(now);
         self.service_stack(n);
     }
 
@@ -937,11 +924,7 @@ impl Sim {
                 if let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() {
                     let ipp = Ipv4Packet::new_unchecked(&pkt.data[..]);
                     let payload = ipp.payload();
-                    if proto == wirelab_wire::ip_proto::TCP {
-                        stack.tcp.handle_packet(now, src, dst, tos, payload);
-                    } else {
-                        stack.sctp.handle_packet(now, src, dst, tos, payload);
-                    }
+                    stack.handle_packet(now, src, dst, proto, tos, payload);
                 }
                 self.recycle(pkt.data);
                 self.service_stack(n);

@@ -4,19 +4,30 @@
 //! The simulator is the sans-IO engines' driver (`wirelab_core::transport`): after every
 //! input it drains `poll_transmit` into IPv4 datagrams, hands `poll_event`s to the owning
 //! applications, and keeps one `Event::Stack(node)` heap entry at the earliest engine timer.
+use std::net::{Ipv4Addr, SocketAddrV4};
 use wirelab_core::Instant;
+use wirelab_shim::ShimSocketId as ShimId;
+use wirelab_tcp::{SockError, SocketId as TcpId};
 use wirelab_sctp::{SctpConfig, SctpEndpoint};
 use wirelab_tcp::{TcpConfig, TcpEndpoint};
 
 /// Owner value for "no application".
 const NO_OWNER: u32 = u32::MAX;
 
+/// The engines of a host: plain TCP and SCTP, or both behind the TCP-to-SCTP shim.
+enum Engines {
+    Plain { tcp: TcpEndpoint, sctp: SctpEndpoint },
+    Shim(Box<wirelab_shim::ShimStack>),
+}
+
 /// A host's TCP and SCTP endpoints.
+///
+/// TCP applications use the `s_*` stream-socket calls: on a plain host they are the TCP
+/// endpoint's, on a shim host (`shim = [...]` rules in the scenario) the shim's, which
+/// carries the same byte stream over SCTP when the rules say so (seed 5) — applications
+/// run unchanged, as with the paper's socket-layer shim.
 pub struct HostStack {
-    /// TCP endpoint.
-    pub tcp: TcpEndpoint,
-    /// SCTP endpoint.
-    pub sctp: SctpEndpoint,
+    engines: Engines,
     tcp_owner: Vec<u32>,
     sctp_owner: Vec<u32>,
     /// Time of this stack's pending `Event::Stack` entry.
@@ -30,8 +41,12 @@ pub struct HostStack {
 }
 
 impl HostStack {
-    pub(crate) fn new(tcp: TcpEndpoint, sctp: SctpEndpoint) -> Self {
-        HostStack { tcp, sctp, tcp_owner: Vec::new(), sctp_owner: Vec::new(), scheduled: None, rate: None, rate_probes: Vec::new(), udp_rate: Default::default() }
+    pub(crate) fn new(tcp: TcpEndpoint, sctp: SctpEndpoint, shim: Option<wirelab_shim::ShimConfig>) -> Self {
+        let engines = match shim {
+            None => Engines::Plain { tcp, sctp },
+            Some(cfg) => Engines::Shim(Box::new(wirelab_shim::ShimStack::new(cfg, tcp, sctp))),
+        };
+        HostStack { engines, tcp_owner: Vec::new(), sctp_owner: Vec::new(), scheduled: None, rate: None, rate_probes: Vec::new(), udp_rate: Default::default() }
     }
 
     fn set(v: &mut Vec<u32>, id: u32, app: u32) {
@@ -53,14 +68,17 @@ impl HostStack {
     /// [`TcpRateController`]: wirelab_ratectl::TcpRateController
     pub fn own_tcp(&mut self, s: wirelab_tcp::SocketId, app: u32) {
         Self::set(&mut self.tcp_owner, s.0, app);
-        if let Some(cfg) = &self.rate {
-            if self.tcp.state(s).is_some_and(|st| st != wirelab_tcp::TcpState::Listen) && !self.rate_probes.iter().any(|(x, _)| *x == s) {
-                let ctl = wirelab_ratectl::TcpRateController::new(cfg);
+        if self.is_shim() {
+            return; // rate control applies to native TCP sockets only
+        }
+        if let Some(cfg) = self.rate.clone() {
+            if self.tcp().state(s).is_some_and(|st| st != wirelab_tcp::TcpState::Listen) && !self.rate_probes.iter().any(|(x, _)| *x == s) {
+                let ctl = wirelab_ratectl::TcpRateController::new(&cfg);
                 let probe = ctl.probe();
                 if let Some(m) = cfg.mss {
-                    let _ = self.tcp.set_option(s, wirelab_tcp::SockOpt::MaxSeg(m));
+                    let _ = self.tcp_mut().set_option(s, wirelab_tcp::SockOpt::MaxSeg(m));
                 }
-                if self.tcp.set_rcv_window_policy(s, Some(Box::new(ctl))).is_ok() {
+                if self.tcp_mut().set_rcv_window_policy(s, Some(Box::new(ctl))).is_ok() {
                     self.rate_probes.push((s, probe));
                 }
             }
@@ -80,9 +98,210 @@ impl HostStack {
     }
     /// Earliest timer of either engine.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        match (self.tcp.poll_timeout(), self.sctp.poll_timeout()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        match &self.engines {
+            Engines::Plain { tcp, sctp } => match (tcp.poll_timeout(), sctp.poll_timeout()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+            Engines::Shim(sh) => sh.poll_timeout(),
+        }
+    }
+
+    /// True on a shim host.
+    pub fn is_shim(&self) -> bool {
+        matches!(self.engines, Engines::Shim(_))
+    }
+    /// The shim, on a shim host (rule matches, fallback reasons).
+    pub fn shim(&self) -> Option<&wirelab_shim::ShimStack> {
+        match &self.engines {
+            Engines::Shim(sh) => Some(sh),
+            Engines::Plain { .. } => None,
+        }
+    }
+    /// The TCP endpoint (under the shim on a shim host).
+    pub fn tcp(&self) -> &TcpEndpoint {
+        match &self.engines {
+            Engines::Plain { tcp, .. } => tcp,
+            Engines::Shim(sh) => sh.tcp(),
+        }
+    }
+    /// The TCP endpoint, mutably.
+    pub fn tcp_mut(&mut self) -> &mut TcpEndpoint {
+        match &mut self.engines {
+            Engines::Plain { tcp, .. } => tcp,
+            Engines::Shim(sh) => sh.tcp_mut(),
+        }
+    }
+    /// The SCTP endpoint (native SCTP apps; under the shim on a shim host).
+    pub fn sctp(&self) -> &SctpEndpoint {
+        match &self.engines {
+            Engines::Plain { sctp, .. } => sctp,
+            Engines::Shim(sh) => sh.sctp(),
+        }
+    }
+    /// The SCTP endpoint, mutably.
+    pub fn sctp_mut(&mut self) -> &mut SctpEndpoint {
+        match &mut self.engines {
+            Engines::Plain { sctp, .. } => sctp,
+            Engines::Shim(sh) => sh.sctp_mut(),
+        }
+    }
+
+    pub(crate) fn handle_packet(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, proto: u8, tos: u8, payload: &[u8]) {
+        match &mut self.engines {
+            Engines::Plain { tcp, sctp } => {
+                if proto == wirelab_wire::ip_proto::TCP {
+                    tcp.handle_packet(now, src, dst, tos, payload);
+                } else {
+                    sctp.handle_packet(now, src, dst, tos, payload);
+                }
+            }
+            Engines::Shim(sh) => sh.handle_packet(now, src, dst, proto, tos, payload),
+        }
+    }
+
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
+        match &mut self.engines {
+            Engines::Plain { tcp, sctp } => {
+                if tcp.poll_timeout().is_some_and(|t| t <= now) {
+                    tcp.handle_timeout(now);
+                }
+                if sctp.poll_timeout().is_some_and(|t| t <= now) {
+                    sctp.handle_timeout(now);
+                }
+            }
+            Engines::Shim(sh) => sh.handle_timeout(now),
+        }
+    }
+
+    pub(crate) fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<wirelab_core::Transmit> {
+        match &mut self.engines {
+            Engines::Plain { tcp, sctp } => match tcp.poll_transmit(now, buf) {
+                Some(t) => Some(t),
+                None => sctp.poll_transmit(now, buf),
+            },
+            Engines::Shim(sh) => sh.poll_transmit(now, buf),
+        }
+    }
+
+    /// Next socket event as `(owning app, input)`; events of unowned sockets are dropped.
+    pub(crate) fn poll_app_event(&mut self) -> Option<Option<(u32, crate::apps::AppInput)>> {
+        use crate::apps::AppInput;
+        match &mut self.engines {
+            Engines::Plain { tcp, sctp } => {
+                if let Some((s, e)) = tcp.poll_event() {
+                    return Some(Self::get(&self.tcp_owner, s.0).map(|a| (a, AppInput::Tcp(s, e))));
+                }
+                if let Some((s, e)) = sctp.poll_event() {
+                    return Some(Self::get(&self.sctp_owner, s.0).map(|a| (a, AppInput::Sctp(s, e))));
+                }
+                None
+            }
+            Engines::Shim(sh) => {
+                // stream sockets are shim sockets; their ids live in the TCP owner table
+                if let Some((s, e)) = sh.poll_event() {
+                    let s = wirelab_tcp::SocketId(s.0);
+                    return Some(Self::get(&self.tcp_owner, s.0).map(|a| (a, AppInput::Tcp(s, e))));
+                }
+                match sh.poll_native_event() {
+                    Some(wirelab_shim::NativeEvent::Sctp(s, e)) => Some(Self::get(&self.sctp_owner, s.0).map(|a| (a, AppInput::Sctp(s, e)))),
+                    Some(wirelab_shim::NativeEvent::Tcp(..)) => Some(None),
+                    None => None,
+                }
+            }
+        }
+    }
+
+    // ---- stream sockets (TCP semantics; the shim's on a shim host) ----
+
+    /// `connect()`.
+    pub fn s_connect(&mut self, now: Instant, local: Ipv4Addr, remote: SocketAddrV4) -> Result<TcpId, SockError> {
+        match &mut self.engines {
+            Engines::Plain { tcp, .. } => tcp.connect(now, local, remote),
+            Engines::Shim(sh) => sh.connect(now, local, remote).map(|s| TcpId(s.0)),
+        }
+    }
+    /// `listen()`.
+    pub fn s_listen(&mut self, local: SocketAddrV4, backlog: u32) -> Result<TcpId, SockError> {
+        match &mut self.engines {
+            Engines::Plain { tcp, .. } => tcp.listen(local, backlog),
+            Engines::Shim(sh) => sh.listen(local, backlog).map(|s| TcpId(s.0)),
+        }
+    }
+    /// `accept()`.
+    pub fn s_accept(&mut self, l: TcpId) -> Option<TcpId> {
+        match &mut self.engines {
+            Engines::Plain { tcp, .. } => tcp.accept(l),
+            Engines::Shim(sh) => sh.accept(ShimId(l.0)).map(|s| TcpId(s.0)),
+        }
+    }
+    /// `write()`.
+    pub fn s_send(&mut self, now: Instant, s: TcpId, data: &[u8]) -> Result<usize, SockError> {
+        match &mut self.engines {
+            Engines::Plain { tcp, .. } => tcp.send(now, s, data),
+            Engines::Shim(sh) => sh.send(now, ShimId(s.0), data),
+        }
+    }
+    /// `read()`.
+    pub fn s_recv(&mut self, now: Instant, s: TcpId, buf: &mut [u8]) -> Result<usize, SockError> {
+        match &mut self.engines {
+            Engines::Plain { tcp, .. } => tcp.recv(now, s, buf),
+            Engines::Shim(sh) => sh.recv(now, ShimId(s.0), buf),
+        }
+    }
+    /// Reads and discards up to `max` bytes.
+    pub fn s_recv_discard(&mut self, now: Instant, s: TcpId, max: usize) -> Result<usize, SockError> {
+        match &mut self.engines {
+            Engines::Plain { tcp, .. } => tcp.recv_discard(now, s, max),
+            Engines::Shim(sh) => sh.recv_discard(now, ShimId(s.0), max),
+        }
+    }
+    /// `shutdown(SHUT_WR)`.
+    pub fn s_shutdown_write(&mut self, now: Instant, s: TcpId) -> Result<(), SockError> {
+        match &mut self.engines {
+            Engines::Plain { tcp, .. } => tcp.shutdown_write(now, s),
+            Engines::Shim(sh) => sh.shutdown_write(now, ShimId(s.0)),
+        }
+    }
+    /// `close()`.
+    pub fn s_close(&mut self, now: Instant, s: TcpId) {
+        match &mut self.engines {
+            Engines::Plain { tcp, .. } => tcp.close(now, s),
+            Engines::Shim(sh) => sh.close(now, ShimId(s.0)),
+        }
+    }
+    /// `setsockopt()`.
+    pub fn s_set_option(&mut self, s: TcpId, opt: wirelab_tcp::SockOpt) -> Result<(), SockError> {
+        match &mut self.engines {
+            Engines::Plain { tcp, .. } => tcp.set_option(s, opt),
+            Engines::Shim(sh) => sh.set_option(ShimId(s.0), opt),
+        }
+    }
+    /// The TCP connection carrying a stream socket (itself on a plain host; the shim's
+    /// fallback TCP connection on a shim host, `None` while it runs over SCTP).
+    fn tcp_of(&self, s: TcpId) -> Option<TcpId> {
+        match &self.engines {
+            Engines::Plain { .. } => Some(s),
+            Engines::Shim(sh) => sh.info(ShimId(s.0)).and_then(|i| i.tcp),
+        }
+    }
+    /// `tcp_info` of a stream socket (when it runs over TCP).
+    pub fn s_info(&self, s: TcpId) -> Option<wirelab_tcp::TcpInfo> {
+        self.tcp_of(s).and_then(|t| self.tcp().info(t))
+    }
+    /// (local, remote) of a stream socket (when it runs over TCP).
+    pub fn s_addrs(&self, s: TcpId) -> Option<(SocketAddrV4, SocketAddrV4)> {
+        self.tcp_of(s).and_then(|t| self.tcp().addrs(t))
+    }
+    /// Transport a stream socket ended up on (`tcp` or `sctp`).
+    pub fn s_transport(&self, s: TcpId) -> &'static str {
+        match &self.engines {
+            Engines::Plain { .. } => "tcp",
+            Engines::Shim(sh) => match sh.info(ShimId(s.0)).and_then(|i| i.transport) {
+                Some(wirelab_shim::Transport::Sctp) => "sctp",
+                Some(wirelab_shim::Transport::Tcp) => "tcp",
+                None => "",
+            },
         }
     }
 }
@@ -97,6 +316,8 @@ pub struct StackConfig {
     pub sctp: Option<SctpConfig>,
     /// Receiver-side rate control (`net.ipv4.rate_*`, seed 003); `None` = off.
     pub rate: Option<wirelab_ratectl::RateConfig>,
+    /// TCP-to-SCTP shim (seed 005) with its rule table; `None` = plain stacks.
+    pub shim: Option<wirelab_shim::ShimConfig>,
 }
 
 impl StackConfig {
@@ -112,7 +333,7 @@ impl StackConfig {
             other => other,
         };
         let sctp = SctpConfig::profile(sctp_name).map_err(|e| e.to_string())?;
-        Ok(StackConfig { tcp: Some(tcp), sctp: Some(sctp), rate: None })
+        Ok(StackConfig { tcp: Some(tcp), sctp: Some(sctp), rate: None, shim: None })
     }
 
     /// Applies one sysctl by its Linux name: `net.ipv4.tcp_*` go to TCP, `net.sctp.*` to

@@ -345,35 +345,35 @@ impl App {
     pub fn refresh_final_info(&mut self, st: &crate::stack::HostStack) {
         match &mut self.kind {
             AppKind::TcpBulk(b) => {
-                if let Some(i) = b.state.sock.and_then(|s| st.tcp.info(s)) {
+                if let Some(i) = b.state.sock.and_then(|s| st.s_info(s)) {
                     b.state.last_info = Some(i);
                 }
             }
             AppKind::TcpRr(r) => {
-                if let Some(i) = r.state.sock.and_then(|s| st.tcp.info(s)) {
+                if let Some(i) = r.state.sock.and_then(|s| st.s_info(s)) {
                     r.state.last_info = Some(i);
                 }
             }
             AppKind::TcpThin(t) => {
-                if let Some(i) = t.state.sock.and_then(|s| st.tcp.info(s)) {
+                if let Some(i) = t.state.sock.and_then(|s| st.s_info(s)) {
                     t.state.last_info = Some(i);
                 }
             }
             AppKind::TcpServer(v) => {
                 for c in v.conns.iter_mut().filter(|c| !c.closed) {
-                    if let Some(i) = st.tcp.info(c.sock) {
+                    if let Some(i) = st.s_info(c.sock) {
                         c.last_info = Some(i);
                     }
                 }
             }
             AppKind::SctpBulk(b) => {
-                if let Some(i) = b.st.sock.and_then(|s| st.sctp.info(s)) {
+                if let Some(i) = b.st.sock.and_then(|s| st.sctp().info(s)) {
                     b.st.last_info = Some(i);
                 }
             }
             AppKind::SctpServer(v) => {
                 for c in v.conns.iter_mut().filter(|c| !c.closed) {
-                    if let Some(i) = st.sctp.info(c.sock) {
+                    if let Some(i) = st.sctp().info(c.sock) {
                         c.last_info = Some(i);
                     }
                 }

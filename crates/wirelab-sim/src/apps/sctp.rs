@@ -71,10 +71,10 @@ impl SctpBulk {
             AppInput::Timer => {
                 if self.st.phase == ClientPhase::Idle {
                     let locals: Vec<Ipv4Addr> = if self.single_homed { ctx.src.into_iter().collect() } else { ctx.local_addrs.to_vec() };
-                    match ctx.stack.sctp.connect(ctx.now, &locals, &self.dst, self.port) {
+                    match ctx.stack.sctp_mut().connect(ctx.now, &locals, &self.dst, self.port) {
                         Ok(s) => {
                             for o in &self.opts {
-                                let _ = ctx.stack.sctp.set_option(s, o.clone());
+                                let _ = ctx.stack.sctp_mut().set_option(s, o.clone());
                             }
                             ctx.stack.own_sctp(s, ctx.app);
                             self.st.sock = Some(s);
@@ -106,7 +106,7 @@ impl SctpBulk {
                         }
                     }
                     SockEvent::Readable | SockEvent::PeerClosed => {
-                        while let Ok(Some(r)) = ctx.stack.sctp.recv_discard(ctx.now, s, usize::MAX) {
+                        while let Ok(Some(r)) = ctx.stack.sctp_mut().recv_discard(ctx.now, s, usize::MAX) {
                             if r.len == 0 {
                                 break;
                             }
@@ -125,7 +125,7 @@ impl SctpBulk {
                     }
                     SockEvent::Incoming => {}
                 }
-                if let Some(i) = ctx.stack.sctp.info(s) {
+                if let Some(i) = ctx.stack.sctp_mut().info(s) {
                     if matches!(ev, SockEvent::Closed | SockEvent::Reset | SockEvent::PeerClosed) {
                         self.st.last_info = Some(i);
                     }
@@ -150,7 +150,7 @@ impl SctpBulk {
             }
             let n = (self.msg_size as u64).min(rem).min(PATTERN.len() as u64).max(1) as usize;
             let stream = (self.st.msgs % self.streams.max(1) as u64) as u16;
-            match ctx.stack.sctp.send(ctx.now, s, stream, &PATTERN[..n], self.unordered) {
+            match ctx.stack.sctp_mut().send(ctx.now, s, stream, &PATTERN[..n], self.unordered) {
                 Ok(0) => return,
                 Ok(k) => {
                     self.st.written += k as u64;
@@ -167,8 +167,8 @@ impl SctpBulk {
 
     fn finish(&mut self, ctx: &mut AppCtx) {
         if let Some(s) = self.st.sock {
-            self.st.last_info = ctx.stack.sctp.info(s);
-            let _ = ctx.stack.sctp.shutdown(ctx.now, s);
+            self.st.last_info = ctx.stack.sctp_mut().info(s);
+            let _ = ctx.stack.sctp_mut().shutdown(ctx.now, s);
         }
         self.st.phase = ClientPhase::Closing;
     }
@@ -225,10 +225,10 @@ impl SctpServer {
         match input {
             AppInput::Timer => {
                 if self.listener.is_none() && self.error.is_none() {
-                    match ctx.stack.sctp.listen(ctx.local_addrs, self.port, 128) {
+                    match ctx.stack.sctp_mut().listen(ctx.local_addrs, self.port, 128) {
                         Ok(l) => {
                             for o in &self.opts {
-                                let _ = ctx.stack.sctp.set_option(l, o.clone());
+                                let _ = ctx.stack.sctp_mut().set_option(l, o.clone());
                             }
                             ctx.stack.own_sctp(l, ctx.app);
                             self.listener = Some(l);
@@ -240,7 +240,7 @@ impl SctpServer {
             }
             AppInput::Sctp(s, ev) => {
                 if Some(s) == self.listener {
-                    while let Some(c) = ctx.stack.sctp.accept(s) {
+                    while let Some(c) = ctx.stack.sctp_mut().accept(s) {
                         ctx.stack.own_sctp(c, ctx.app);
                         self.conns.push(SctpServerConn { sock: c, rx_bytes: 0, rx_msgs: 0, tx_bytes: 0, echo_backlog: 0, first_rx: None, last_rx: None, last_info: None, closed: false });
                         let i = self.conns.len() - 1;
@@ -259,7 +259,7 @@ impl SctpServer {
                         let c = &mut self.conns[i];
                         c.closed = true;
                         if c.last_info.is_none() {
-                            c.last_info = ctx.stack.sctp.info(s);
+                            c.last_info = ctx.stack.sctp_mut().info(s);
                         }
                     }
                     _ => {}
@@ -276,7 +276,7 @@ impl SctpServer {
             if self.conns[i].echo_backlog > 0 || self.conns[i].closed {
                 return;
             }
-            match ctx.stack.sctp.recv_discard(ctx.now, s, 1 << 20) {
+            match ctx.stack.sctp_mut().recv_discard(ctx.now, s, 1 << 20) {
                 Ok(Some(r)) if r.len > 0 => {
                     let c = &mut self.conns[i];
                     c.rx_bytes += r.len as u64;
@@ -293,8 +293,8 @@ impl SctpServer {
                 Ok(Some(_)) => {
                     // end of stream: the peer shut down
                     let c = &mut self.conns[i];
-                    c.last_info = ctx.stack.sctp.info(s);
-                    ctx.stack.sctp.close(ctx.now, s);
+                    c.last_info = ctx.stack.sctp_mut().info(s);
+                    ctx.stack.sctp_mut().close(ctx.now, s);
                     return;
                 }
                 _ => return,
@@ -306,7 +306,7 @@ impl SctpServer {
         let c = &mut self.conns[i];
         while c.echo_backlog > 0 {
             let n = c.echo_backlog.min(16384) as usize;
-            match ctx.stack.sctp.send(ctx.now, c.sock, 0, &PATTERN[..n], false) {
+            match ctx.stack.sctp_mut().send(ctx.now, c.sock, 0, &PATTERN[..n], false) {
                 Ok(0) | Err(_) => return,
                 Ok(k) => {
                     c.echo_backlog -= k as u64;

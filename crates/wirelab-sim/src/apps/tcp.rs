@@ -154,10 +154,10 @@ fn connect(ctx: &mut AppCtx, dst: SocketAddrV4, opts: &[SockOpt], st: &mut Clien
     };
     // options set right after connect() apply before the SYN is built (the engine emits
     // it only on poll_transmit), as a program's setsockopt() before connect() would
-    match ctx.stack.tcp.connect(ctx.now, src, dst) {
+    match ctx.stack.s_connect(ctx.now, src, dst) {
         Ok(s) => {
             for o in opts {
-                let _ = ctx.stack.tcp.set_option(s, o.clone());
+                let _ = ctx.stack.s_set_option(s, o.clone());
             }
             ctx.stack.own_tcp(s, ctx.app);
             st.sock = Some(s);
@@ -181,7 +181,7 @@ fn drain(ctx: &mut AppCtx, s: SocketId, max: usize) -> (u64, bool) {
         if want == 0 {
             return (n, false);
         }
-        match ctx.stack.tcp.recv_discard(ctx.now, s, want) {
+        match ctx.stack.s_recv_discard(ctx.now, s, want) {
             Ok(0) => return (n, true),
             Ok(k) => n += k as u64,
             Err(_) => return (n, false),
@@ -247,17 +247,17 @@ impl TcpBulk {
                             st.phase = ClientPhase::Done;
                             st.t_done = Some(ctx.now);
                         }
-                        st.last_info = ctx.stack.tcp.info(s);
-                        ctx.stack.tcp.close(ctx.now, s);
+                        st.last_info = ctx.stack.s_info(s);
+                        ctx.stack.s_close(ctx.now, s);
                     }
                     SockEvent::Reset | SockEvent::ConnectFailed => {
-                        st.last_info = ctx.stack.tcp.info(s);
+                        st.last_info = ctx.stack.s_info(s);
                         st.phase = ClientPhase::Failed;
                         st.error = Some(if ev == SockEvent::Reset { SockError::ConnectionReset } else { SockError::ConnectionRefused });
                     }
                     SockEvent::Closed => {
                         if st.last_info.is_none() {
-                            st.last_info = ctx.stack.tcp.info(s);
+                            st.last_info = ctx.stack.s_info(s);
                         }
                     }
                     SockEvent::Incoming => {}
@@ -280,7 +280,7 @@ impl TcpBulk {
             msg[8..12].copy_from_slice(&(size as u32).to_be_bytes());
         }
         // small messages always fit an empty send buffer
-        let _ = ctx.stack.tcp.send(ctx.now, s, &msg[..size]);
+        let _ = ctx.stack.s_send(ctx.now, s, &msg[..size]);
         st.pending_reply = size as u64;
     }
 
@@ -301,7 +301,7 @@ impl TcpBulk {
                 return;
             }
             let n = (self.write_size as u64).min(rem).min(PATTERN.len() as u64) as usize;
-            match ctx.stack.tcp.send(ctx.now, s, &PATTERN[..n]) {
+            match ctx.stack.s_send(ctx.now, s, &PATTERN[..n]) {
                 Ok(0) => return, // send buffer full: wait for Writable
                 Ok(k) => {
                     let st = &mut self.state;
@@ -321,7 +321,7 @@ impl TcpBulk {
     fn finish(&mut self, ctx: &mut AppCtx) {
         let st = &mut self.state;
         if let Some(s) = st.sock {
-            let _ = ctx.stack.tcp.shutdown_write(ctx.now, s);
+            let _ = ctx.stack.s_shutdown_write(ctx.now, s);
         }
         st.phase = ClientPhase::Closing;
     }
@@ -396,10 +396,10 @@ impl TcpServer {
     /// Starts listening (called at time zero).
     pub fn start(&mut self, ctx: &mut AppCtx) -> Option<Instant> {
         let addr = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, self.port);
-        match ctx.stack.tcp.listen(addr, self.backlog) {
+        match ctx.stack.s_listen(addr, self.backlog) {
             Ok(l) => {
                 for o in &self.opts {
-                    let _ = ctx.stack.tcp.set_option(l, o.clone());
+                    let _ = ctx.stack.s_set_option(l, o.clone());
                 }
                 ctx.stack.own_tcp(l, ctx.app);
                 self.listener = Some(l);
@@ -441,9 +441,9 @@ impl TcpServer {
             AppInput::Tcp(s, ev) => {
                 if Some(s) == self.listener {
                     if ev == SockEvent::Incoming {
-                        while let Some(c) = ctx.stack.tcp.accept(s) {
+                        while let Some(c) = ctx.stack.s_accept(s) {
                             ctx.stack.own_tcp(c, ctx.app);
-                            let peer = ctx.stack.tcp.addrs(c).map(|(_, r)| r);
+                            let peer = ctx.stack.s_addrs(c).map(|(_, r)| r);
                             self.conns.push(ServerConn {
                                 sock: c,
                                 peer,
@@ -476,7 +476,7 @@ impl TcpServer {
                     SockEvent::Reset | SockEvent::Closed => {
                         let c = &mut self.conns[i];
                         if c.last_info.is_none() {
-                            c.last_info = ctx.stack.tcp.info(s);
+                            c.last_info = ctx.stack.s_info(s);
                         }
                         c.closed = true;
                     }
@@ -514,7 +514,7 @@ impl TcpServer {
                 // peek the first bytes for a file-transfer exchange header
                 let mut hdr = [0u8; EXCHANGE_HDR];
                 let want = (EXCHANGE_HDR - c.rx_bytes as usize).min(max);
-                match ctx.stack.tcp.recv(ctx.now, s, &mut hdr[..want]) {
+                match ctx.stack.s_recv(ctx.now, s, &mut hdr[..want]) {
                     Ok(0) => (0, true),
                     Ok(k) => {
                         if c.rx_bytes == 0 && k == EXCHANGE_HDR && hdr[..4] == EXCHANGE_MAGIC {
@@ -547,7 +547,7 @@ impl TcpServer {
                     if c.exchange_left == 0 {
                         if let Some((rounds, size)) = c.exchange {
                             // reply, then expect the next round's message
-                            let _ = ctx.stack.tcp.send(ctx.now, s, &PATTERN[..size as usize]);
+                            let _ = ctx.stack.s_send(ctx.now, s, &PATTERN[..size as usize]);
                             c.tx_bytes += size as u64;
                             let left = rounds.saturating_sub(1);
                             c.exchange = Some((left, size));
@@ -562,9 +562,9 @@ impl TcpServer {
             let c = &mut self.conns[i];
             if eof && !c.eof {
                 c.eof = true;
-                c.last_info = ctx.stack.tcp.info(s);
+                c.last_info = ctx.stack.s_info(s);
                 // the client half-closed: finish our side (echo data first, then FIN)
-                ctx.stack.tcp.close(ctx.now, s);
+                ctx.stack.s_close(ctx.now, s);
                 c.closed = true;
                 return;
             }
@@ -578,7 +578,7 @@ impl TcpServer {
         let c = &mut self.conns[i];
         while c.echo_backlog > 0 {
             let n = c.echo_backlog.min(PATTERN.len() as u64) as usize;
-            match ctx.stack.tcp.send(ctx.now, c.sock, &PATTERN[..n]) {
+            match ctx.stack.s_send(ctx.now, c.sock, &PATTERN[..n]) {
                 Ok(0) | Err(_) => return,
                 Ok(k) => {
                     c.echo_backlog -= k as u64;
@@ -665,16 +665,16 @@ impl TcpRr {
                             }
                         }
                         if ev == SockEvent::PeerClosed {
-                            self.state.last_info = ctx.stack.tcp.info(s);
+                            self.state.last_info = ctx.stack.s_info(s);
                             if self.state.phase == ClientPhase::Closing {
                                 self.state.phase = ClientPhase::Done;
                                 self.state.t_done = Some(ctx.now);
                             }
-                            ctx.stack.tcp.close(ctx.now, s);
+                            ctx.stack.s_close(ctx.now, s);
                         }
                     }
                     SockEvent::Reset | SockEvent::ConnectFailed => {
-                        self.state.last_info = ctx.stack.tcp.info(s);
+                        self.state.last_info = ctx.stack.s_info(s);
                         self.state.phase = ClientPhase::Failed;
                     }
                     _ => {}
@@ -688,7 +688,7 @@ impl TcpRr {
     fn request(&mut self, ctx: &mut AppCtx) {
         let Some(s) = self.state.sock else { return };
         let n = (self.size as usize).min(PATTERN.len());
-        match ctx.stack.tcp.send(ctx.now, s, &PATTERN[..n]) {
+        match ctx.stack.s_send(ctx.now, s, &PATTERN[..n]) {
             Ok(k) if k > 0 => {
                 self.state.written += k as u64;
                 self.state.pending_reply = k as u64;
@@ -701,7 +701,7 @@ impl TcpRr {
     fn finish(&mut self, ctx: &mut AppCtx) -> Option<Instant> {
         if let Some(s) = self.state.sock {
             if self.state.phase == ClientPhase::Sending {
-                let _ = ctx.stack.tcp.shutdown_write(ctx.now, s);
+                let _ = ctx.stack.s_shutdown_write(ctx.now, s);
                 self.state.phase = ClientPhase::Closing;
             }
         }
@@ -787,7 +787,7 @@ impl TcpThin {
                     ClientPhase::Sending => {
                         if ctx.now >= self.stop {
                             if let Some(s) = self.state.sock {
-                                let _ = ctx.stack.tcp.shutdown_write(ctx.now, s);
+                                let _ = ctx.stack.s_shutdown_write(ctx.now, s);
                             }
                             self.state.phase = ClientPhase::Closing;
                             return None;
@@ -814,16 +814,16 @@ impl TcpThin {
                         let (n, _) = drain(ctx, s, usize::MAX);
                         self.state.read += n;
                         if ev == SockEvent::PeerClosed {
-                            self.state.last_info = ctx.stack.tcp.info(s);
+                            self.state.last_info = ctx.stack.s_info(s);
                             if self.state.phase == ClientPhase::Closing {
                                 self.state.phase = ClientPhase::Done;
                                 self.state.t_done = Some(ctx.now);
                             }
-                            ctx.stack.tcp.close(ctx.now, s);
+                            ctx.stack.s_close(ctx.now, s);
                         }
                     }
                     SockEvent::Reset | SockEvent::ConnectFailed => {
-                        self.state.last_info = ctx.stack.tcp.info(s);
+                        self.state.last_info = ctx.stack.s_info(s);
                         self.state.phase = ClientPhase::Failed;
                     }
                     _ => {}
@@ -845,7 +845,7 @@ impl TcpThin {
         } else {
             &PATTERN[..n]
         };
-        match ctx.stack.tcp.send(ctx.now, s, msg) {
+        match ctx.stack.s_send(ctx.now, s, msg) {
             Ok(k) if k == msg.len() => {
                 self.writes += 1;
                 self.state.written += k as u64;

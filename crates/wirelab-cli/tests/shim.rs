@@ -1,0 +1,104 @@
+//! The TCP-to-SCTP shim (seed 5) driven by the simulator: unchanged TCP applications on
+//! shim hosts (`shim = [rules]` on the node) carry their byte stream over SCTP.
+use std::path::PathBuf;
+use wirelab_core::{Duration, Instant};
+use wirelab_scenario::{BuildOptions, Scenario};
+use wirelab_sim::RunResults;
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("wirelab-shim-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// scp-like transfer of 500 KB over 1.5 Mbit/s, 35 ms, 1 % loss (the paper's path).
+fn run(client_shim: &str, server_shim: &str, name: &str) -> (RunResults, (usize, usize)) {
+    let text = format!(
+        r#"[scenario]
+name = "shim"
+duration = "30s"
+
+[[node]]
+name = "c"
+{client_shim}
+[[node]]
+name = "r"
+kind = "router"
+[[node]]
+name = "s"
+{server_shim}
+
+[[link]]
+a = {{ node = "c" }}
+b = {{ node = "r" }}
+netem = "rate 100mbit delay 1ms"
+
+[[link]]
+a = {{ node = "r", qdisc = "pfifo limit 50" }}
+b = {{ node = "s" }}
+netem = "rate 1.5mbit delay 35ms loss 1%"
+
+[[app]]
+name = "scp"
+kind = "tcp-file"
+node = "c"
+dst = "s:22"
+bytes = "500000"
+
+[[app]]
+name = "sshd"
+kind = "tcp-sink"
+node = "s"
+port = 22
+
+[measure]
+capture = ["s:eth0"]
+"#
+    );
+    let out = tmp(name);
+    let sc = Scenario::from_text("<test>", &text, &[]).unwrap();
+    let b = sc.build(&BuildOptions { seed: None, out_dir: Some(out.clone()) }).unwrap();
+    let mut sim = b.sim;
+    sim.run(Instant::ZERO + b.duration, Duration::ZERO, &mut |_| {});
+    let r = sim.finish().unwrap();
+    let pkts = wirelab_wire::pcap::read_file(out.join("pcap/s-eth0.pcap")).unwrap();
+    let proto = |p: u8| pkts.iter().filter(|x| x.ipv4().is_some_and(|ip| ip.get(9) == Some(&p))).count();
+    (r, (proto(6), proto(132)))
+}
+
+fn check_done(r: &RunResults) -> f64 {
+    let c = r.flows.iter().find(|f| f.name == "scp").unwrap();
+    assert_eq!(c.state, "done", "{c:?}");
+    assert_eq!(r.flows.iter().find(|f| f.name == "sshd").unwrap().rx_bytes, 500_000 + 4 * 512);
+    c.transfer_time_s
+}
+
+const SHIM: &str = "shim = [\"remote enable any\", \"local enable any\"]";
+
+#[test]
+fn shim_on_both_ends_carries_an_unchanged_tcp_app_over_sctp() {
+    let (r, (tcp, sctp)) = run(SHIM, SHIM, "both");
+    let t = check_done(&r);
+    eprintln!("TCP–SCTP–TCP: {t:.3} s, {tcp} TCP and {sctp} SCTP packets on the wire");
+    assert_eq!(tcp, 0, "no TCP on the wire");
+    assert!(sctp > 300);
+}
+
+#[test]
+fn shim_client_falls_back_to_tcp_when_the_server_has_no_shim() {
+    // the server host's SCTP stack answers the INIT with ABORT (no SCTP listener on port 22)
+    let (r, (tcp, sctp)) = run(SHIM, "", "fallback");
+    let t = check_done(&r);
+    eprintln!("fallback: {t:.3} s, {tcp} TCP and {sctp} SCTP packets");
+    assert!(tcp > 300, "the transfer ran over TCP");
+    assert!((1..=4).contains(&sctp), "INIT and ABORT only: {sctp}");
+}
+
+#[test]
+fn remote_rules_decide_per_destination() {
+    let off = "shim = [\"remote disable 10.128.1.0/24\", \"remote enable any\", \"local enable any\"]";
+    let (r, (tcp, sctp)) = run(off, SHIM, "rules");
+    check_done(&r);
+    assert!(tcp > 300 && sctp == 0, "first match (disable) wins: {tcp} TCP, {sctp} SCTP");
+}
