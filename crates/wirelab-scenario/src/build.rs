@@ -231,6 +231,10 @@ impl Scenario {
                         opts: self.tcp_opts(a)?,
                         exchanges: if file { a.exchanges.as_ref().map(|e| *e.get_ref()).unwrap_or(4) } else { 0 },
                         exchange_size: 512,
+                        dst_alt: match self.endpoint_addr(dst_s)?.0 {
+                            EndpointHost::Node(i) => sim.node_addrs(i as u32).into_iter().filter(|a| a != dst.ip()).collect(),
+                            EndpointHost::Addr(_) => Vec::new(),
+                        },
                         state: ClientState::default(),
                     })
                 }

@@ -221,6 +221,21 @@ impl HostStack {
             Engines::Shim(sh) => sh.connect(now, local, remote).map(|s| TcpId(s.0)),
         }
     }
+    /// `connect()` that, on a shim host, offers SCTP every local address and the
+    /// destination's other addresses (`remote_alt`) so the association is multihomed; a
+    /// plain TCP connect uses `local` and `remote` only.
+    pub fn s_connect_multi(&mut self, now: Instant, local: Ipv4Addr, locals: &[Ipv4Addr], remote: SocketAddrV4, remote_alt: &[Ipv4Addr]) -> Result<TcpId, SockError> {
+        match &mut self.engines {
+            Engines::Shim(sh) if !remote_alt.is_empty() => {
+                let mut l = vec![local];
+                l.extend(locals.iter().copied().filter(|a| *a != local));
+                let mut r = vec![*remote.ip()];
+                r.extend(remote_alt.iter().copied().filter(|a| a != remote.ip()));
+                sh.connect_multi(now, &l, &r, remote.port()).map(|s| TcpId(s.0))
+            }
+            _ => self.s_connect(now, local, remote),
+        }
+    }
     /// `listen()`.
     pub fn s_listen(&mut self, local: SocketAddrV4, backlog: u32) -> Result<TcpId, SockError> {
         match &mut self.engines {

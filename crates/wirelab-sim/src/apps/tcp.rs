@@ -91,6 +91,8 @@ pub struct TcpBulk {
     pub exchanges: u32,
     /// Bytes per exchange message.
     pub exchange_size: u32,
+    /// The destination node's other addresses (a shim host offers them to SCTP).
+    pub dst_alt: Vec<Ipv4Addr>,
     /// State.
     pub state: ClientState,
 }
@@ -147,6 +149,10 @@ impl Default for ClientState {
 }
 
 fn connect(ctx: &mut AppCtx, dst: SocketAddrV4, opts: &[SockOpt], st: &mut ClientState) -> bool {
+    connect_alt(ctx, dst, &[], opts, st)
+}
+
+fn connect_alt(ctx: &mut AppCtx, dst: SocketAddrV4, dst_alt: &[Ipv4Addr], opts: &[SockOpt], st: &mut ClientState) -> bool {
     let Some(src) = ctx.src else {
         st.phase = ClientPhase::Failed;
         st.error = Some(SockError::AddrNotAvailable);
@@ -154,7 +160,7 @@ fn connect(ctx: &mut AppCtx, dst: SocketAddrV4, opts: &[SockOpt], st: &mut Clien
     };
     // options set right after connect() apply before the SYN is built (the engine emits
     // it only on poll_transmit), as a program's setsockopt() before connect() would
-    match ctx.stack.s_connect(ctx.now, src, dst) {
+    match ctx.stack.s_connect_multi(ctx.now, src, ctx.local_addrs, dst, dst_alt) {
         Ok(s) => {
             for o in opts {
                 let _ = ctx.stack.s_set_option(s, o.clone());
@@ -196,7 +202,7 @@ impl TcpBulk {
         match input {
             AppInput::Timer => {
                 if st.phase == ClientPhase::Idle {
-                    if !connect(ctx, self.dst, &self.opts, st) {
+                    if !connect_alt(ctx, self.dst, &self.dst_alt, &self.opts, st) {
                         return None;
                     }
                     return self.stop;
