@@ -6,8 +6,11 @@ use toml_edit::{DocumentMut, Item, TableLike, Value};
 type Seg = (String, Option<usize>);
 
 /// Applies `key=value` overrides. Keys are dotted paths; arrays of tables are addressed
-/// by index (`link[1].netem`) or by their `name` (`link.bottleneck.netem`). Values are
-/// parsed as TOML (`20`, `true`, `"x"`) and otherwise taken as strings (`20s`).
+/// by index (`link[1].netem`) or by their `name` (`link.bottleneck.netem`). A segment in
+/// double quotes may contain dots, and everything after `sysctl.` is one sysctl name, so
+/// `node.h1.sysctl.net.sctp.autotune=faithful` and `node.h1.sysctl."net.sctp.autotune"=...`
+/// both work (a missing `sysctl` table is created). Values are parsed as TOML (`20`,
+/// `true`, `"x"`) and otherwise taken as strings (`20s`).
 pub fn apply_overrides(file: &str, text: &str, overrides: &[String]) -> Result<String, ScenarioError> {
     let err = |msg: String| ScenarioError { file: file.to_string(), line: 0, col: 0, key: String::new(), message: msg };
     let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
@@ -45,6 +48,9 @@ fn set(t: &mut dyn TableLike, segs: &[Seg], value: Value) -> Result<(), String> 
             Some(_) => return Err(format!("`{name}` is a table, not a value")),
         }
     }
+    if t.get(name).is_none() && name == "sysctl" && idx.is_none() {
+        t.insert(name, Item::Table(toml_edit::Table::new()));
+    }
     let item = t.get_mut(name).ok_or_else(|| format!("no key `{name}` in the scenario"))?;
     match item {
         Item::ArrayOfTables(arr) => {
@@ -77,13 +83,51 @@ fn set(t: &mut dyn TableLike, segs: &[Seg], value: Value) -> Result<(), String> 
 }
 
 fn split_path(p: &str) -> Vec<Seg> {
-    p.split('.')
-        .filter(|s| !s.is_empty())
-        .map(|s| match s.split_once('[') {
+    // split on dots outside double quotes
+    let mut parts: Vec<(String, bool)> = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut was_quoted = false;
+    for ch in p.chars() {
+        match ch {
+            '"' => {
+                quoted = !quoted;
+                was_quoted = true;
+            }
+            '.' if !quoted => {
+                parts.push((std::mem::take(&mut cur), was_quoted));
+                was_quoted = false;
+            }
+            c => cur.push(c),
+        }
+    }
+    parts.push((cur, was_quoted));
+    let mut segs: Vec<Seg> = Vec::new();
+    let mut i = 0;
+    while i < parts.len() {
+        let (s, q) = &parts[i];
+        i += 1;
+        if s.is_empty() {
+            continue;
+        }
+        if *q {
+            segs.push((s.clone(), None));
+            continue;
+        }
+        let seg = match s.split_once('[') {
             Some((n, rest)) => (n.to_string(), rest.trim_end_matches(']').parse().ok()),
-            None => (s.to_string(), None),
-        })
-        .collect()
+            None => (s.clone(), None),
+        };
+        let is_sysctl = seg.0 == "sysctl" && seg.1.is_none();
+        segs.push(seg);
+        if is_sysctl && i < parts.len() {
+            // a sysctl name is dotted: the rest of the path is one key
+            let rest: Vec<&str> = parts[i..].iter().map(|(x, _)| x.as_str()).collect();
+            segs.push((rest.join("."), None));
+            break;
+        }
+    }
+    segs
 }
 
 #[cfg(test)]
@@ -101,6 +145,16 @@ mod test {
         // lines of untouched keys move only by the one inserted key (`seed`)
         let before = SRC.lines().position(|l| l.starts_with("[[link]]")).unwrap();
         assert_eq!(out.lines().position(|l| l.starts_with("[[link]]")), Some(before + 1));
+    }
+
+    #[test]
+    fn sysctl_names_keep_their_dots() {
+        let src = "[scenario]\nname = \"x\"\nduration = \"1s\"\n\n[[node]]\nname = \"h1\"\n\n[[node]]\nname = \"h2\"\nsysctl = { \"net.ipv4.tcp_sack\" = 0 }\n";
+        let out = apply_overrides("f", src, &["node.h1.sysctl.net.sctp.autotune=faithful".into(), "node.h2.sysctl.\"net.ipv4.tcp_sack\"=1".into()]).unwrap();
+        let doc: toml::Table = toml::from_str(&out).unwrap();
+        let nodes = doc["node"].as_array().unwrap();
+        assert_eq!(nodes[0]["sysctl"]["net.sctp.autotune"].as_str(), Some("faithful"), "{out}");
+        assert_eq!(nodes[1]["sysctl"]["net.ipv4.tcp_sack"].as_integer(), Some(1), "{out}");
     }
 
     #[test]
