@@ -21,7 +21,7 @@ is ttcp: ``tcp-bulk`` with 8 KB writes (ttcp's default buffer) and a byte count.
 Command line::
 
     python python/wirelab/repro/rate_control.py all --out DIR   # every experiment + figures
-    python python/wirelab/repro/rate_control.py EXP --out DIR   # eth4m, window, mss, t1, ppp, multi, cbq
+    python python/wirelab/repro/rate_control.py EXP --out DIR   # eth4m, window, mss, t1, ppp, multi, t1multi, cbq
     python python/wirelab/repro/rate_control.py gen --out scenarios/rate-control
 
 Needs the standard library, matplotlib for figures, tshark for the pcap excerpt and the
@@ -612,6 +612,36 @@ def exp_multi(out: Path, img: Path, dur: float = 10.0) -> dict:
     return res
 
 
+def exp_t1multi(out: Path, img: Path, dur: float = 30.0) -> dict:
+    """§6.10 fig 6.12: 1…5 concurrent ttcp over the T1, X % of the T1 shared equally."""
+    res = {}
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    pcts = list(range(100, 0, -10))
+    for n in range(1, 6):
+        per = []
+        for pct in pcts:
+            tgt = T1_RATE * pct / 100 / n
+            r = run(t1_path(f"t1multi-{n}x-{pct}", f"§6.10: {n} ttcp over the T1, {pct} % in total",
+                            dur, rate_sysctl(f"{round(tgt)}bit"), streams=n), out)
+            rates = [mean_rate(r, f"sink{i + 1}", 5, dur) / 1e6 for i in range(n)]
+            per.append(sum(rates) / n)
+            res.setdefault(n, {})[pct] = {"per_stream_mbps": round(sum(rates) / n, 3),
+                                          "total_mbps": round(sum(rates), 3),
+                                          "min_stream_mbps": round(min(rates), 3),
+                                          "max_stream_mbps": round(max(rates), 3)}
+        ax.plot(pcts, per, marker="o", ms=3, label=f"{n} stream{'s' if n > 1 else ''}")
+    ax.plot(pcts, [T1_RATE * p / 100e6 for p in pcts], ls="--", color="0.5", label="target (total)")
+    ax.invert_xaxis()
+    ax.set_xlabel("target (% of 1.544 Mbit/s, shared equally)")
+    ax.set_ylabel("mean per-stream Mbit/s")
+    ax.set_title("multiple ttcp over a T1 (fig 6.12)")
+    ax.legend(fontsize=7)
+    _save(fig, img / "rate-t1-multi.png")
+    plt.close(fig)
+    return res
+
+
 def cbq_tree(pct: int) -> list[str]:
     """CBQ on nox's egress (the return path): all traffic into a bounded class."""
     rate = round(T1_RATE * pct / 100)
@@ -657,7 +687,7 @@ def exp_cbq(out: Path, img: Path, nbytes: int = 8 * 1024 * 1024, dur: float = 10
 
 EXPS = {
     "eth4m": exp_eth4m, "window": exp_window, "mss": exp_mss, "t1": exp_t1,
-    "ppp": exp_ppp, "multi": exp_multi, "cbq": exp_cbq,
+    "ppp": exp_ppp, "multi": exp_multi, "t1multi": exp_t1multi, "cbq": exp_cbq,
 }
 
 
