@@ -290,7 +290,6 @@ def transfer_rate(res: Path, flow: str) -> float:
     if not total or t_first is None or t_last is None or t_last <= t_first:
         return 0.0
     # the first sample with bytes ends an interval that began one sample earlier
-    dt = rows[1]["time_s"] if len(rows) > 1 else rows[0]["time_s"]
     step = float(rows[1]["time_s"]) - float(rows[0]["time_s"]) if len(rows) > 1 else 0.0
     return total * 8 / (t_last - t_first + step)
 
