@@ -168,8 +168,8 @@ pub struct AppSpec {
     /// iperf3), per message (SCTP, default 65536 as iperf3), per request (`tcp-rr`).
     #[serde(default)]
     pub size: Option<Spanned<u32>>,
-    /// Total bytes to send (`25MB`, `500KB`; default: until `stop`).
-    #[serde(default)]
+    /// Total bytes to send (`"25mb"`, `"500kb"`, or a byte count; default: until `stop`).
+    #[serde(default, deserialize_with = "size_or_int")]
     pub bytes: Option<S>,
     /// Congestion control (`TCP_CONGESTION`): `cubic`, `reno`.
     #[serde(default)]
@@ -225,6 +225,23 @@ pub struct AppSpec {
     /// Stop time (default: end of run).
     #[serde(default)]
     pub stop: Option<S>,
+}
+
+/// Accepts a size as a string (`"5mb"`) or an integer byte count (`5000000`).
+fn size_or_int<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<S>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum V {
+        I(u64),
+        S(String),
+    }
+    let v: Spanned<V> = Spanned::deserialize(d)?;
+    let span = v.span();
+    let s = match v.into_inner() {
+        V::I(i) => i.to_string(),
+        V::S(s) => s,
+    };
+    Ok(Some(Spanned::new(span, s)))
 }
 
 /// `[[event]]`.

@@ -72,6 +72,13 @@ impl HostStack {
             return; // rate control applies to native TCP sockets only
         }
         if let Some(cfg) = self.rate.clone() {
+            if self.tcp().state(s) == Some(wirelab_tcp::TcpState::Listen) {
+                // rate_mss (§6.5) on a listener: accepted sockets inherit it before their SYN-ACK
+                if let Some(m) = cfg.mss {
+                    let _ = self.tcp_mut().set_option(s, wirelab_tcp::SockOpt::MaxSeg(m));
+                }
+                return;
+            }
             if self.tcp().state(s).is_some_and(|st| st != wirelab_tcp::TcpState::Listen) && !self.rate_probes.iter().any(|(x, _)| *x == s) {
                 let ctl = wirelab_ratectl::TcpRateController::new(&cfg);
                 let probe = ctl.probe();
