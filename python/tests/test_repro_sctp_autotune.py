@@ -2,6 +2,7 @@
 
 Set WIRELAB_BIN to a freshly built CLI to test it instead of the installed package."""
 import os
+from pathlib import Path
 
 import pandas as pd
 
@@ -16,7 +17,9 @@ def test_autotune_grows_buffers_at_100ms_while_vanilla_stays_flat(tmp_path):
     ts, rows = {}, {}
     for mode in ("off", "faithful"):
         case = Case(100, mode, duration_s=2.0)
-        d = run_case(cmd, case, tmp_path)
+        # the scenario of this checkout (the installed package does not carry scenarios/)
+        scenario = Path(__file__).resolve().parents[2] / "scenarios" / "sctp-autotune" / "echo.toml"
+        d = run_case(cmd, case, tmp_path, scenario=scenario)
         ts[mode] = pd.read_csv(d / "sctp_timeseries.csv")
         rows[mode] = summarize(case, d)
     # vanilla 2.6.37: net.core.{w,r}mem_default on both ends, for the whole run

@@ -30,6 +30,8 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[3]
+if not (ROOT / "scenarios").is_dir():  # installed package: run from a checkout
+    ROOT = Path.cwd()
 SCENARIO = ROOT / "scenarios" / "sctp-autotune" / "echo.toml"
 DELAYS_MS = (0, 10, 100)
 MODES = ("off", "faithful", "overhead_corrected")
