@@ -44,6 +44,7 @@ The CLI is ``$WIRELAB_BIN``, else ``wirelab`` on PATH, else ``target/release/wir
 from __future__ import annotations
 
 import argparse
+import bisect
 import csv
 import json
 import math
@@ -383,6 +384,78 @@ def nearest_rank(sorted_xs: list[float], p: float) -> float:
     return sorted_xs[k - 1]
 
 
+def thin_at_retransmission(segs: list[dict], retx: list[dict]) -> float:
+    """Share (%) of first retransmissions sent while the stream had < 4 packets out.
+
+    ``packets_out`` at time t is approximated from the sender capture as the number of
+    ranges (≈ skbs) first sent before t and not cumulatively ACKed by t; Linux's
+    ``tcp_stream_is_thin()`` needs it < 4 (and ssthresh set), so this is the share of
+    loss events at which LT/MFR could act at all.
+    """
+    by_flow: dict[str, list[tuple[float, float]]] = {}
+    for r in segs:
+        if r.get("original_unseen") == "1":
+            continue
+        a = _num(r.get("acked_at_s"))
+        by_flow.setdefault(r["flow"], []).append((_num(r["first_sent_s"]), math.inf if math.isnan(a) else a))
+    first: dict[tuple[str, str], float] = {}
+    for r in retx:
+        if r.get("kind") != "retransmission":
+            continue
+        k = (r["flow"], r["seq"])
+        t = _num(r["sent_s"])
+        if k not in first or t < first[k]:
+            first[k] = t
+    if not first:
+        return math.nan
+    # first transmissions are in sequence order, and cumulative ACK times are monotone in
+    # sequence, so both columns are sorted: packets_out(t) = #(sent < t) - #(acked <= t)
+    cols = {}
+    for flow, v in by_flow.items():
+        v.sort()
+        sent = [x for x, _ in v]
+        acked = [a for _, a in v]
+        for i in range(1, len(acked)):  # guard against a non-monotone capture
+            acked[i] = max(acked[i], acked[i - 1])
+        cols[flow] = (sent, acked)
+    thin = 0
+    for (flow, _seq), t in first.items():
+        sent, acked = cols.get(flow, ([], []))
+        out = bisect.bisect_left(sent, t) - bisect.bisect_right(acked, t)
+        thin += out < 4
+    return 100.0 * thin / len(first)
+
+
+def _timer_driven(t_s: float) -> bool:
+    """wirelab's TCP timers (RTO, TLP, ER delay) fire on whole jiffies (HZ 1000): a
+    retransmission sent at an exact millisecond is timer-driven, any other ACK-driven."""
+    return abs(t_s * 1000 - round(t_s * 1000)) < 1e-6
+
+
+def retransmission_kinds(retx: list[dict]) -> dict:
+    """Counts of first retransmissions by trigger, and of timer retransmissions that
+    repeat an ACK-driven (fast) retransmission of the same range within 400 ms (an RTO
+    firing while the fast retransmission is still in flight)."""
+    per: dict[tuple[str, str], list[float]] = {}
+    for r in retx:
+        if r.get("kind") == "retransmission":
+            per.setdefault((r["flow"], r["seq"]), []).append(_num(r["sent_s"]))
+    first_timer = 0
+    rto_after_fr = 0
+    for ts in per.values():
+        ts.sort()
+        first_timer += _timer_driven(ts[0])
+        for a, b in zip(ts, ts[1:]):
+            if not _timer_driven(a) and _timer_driven(b) and b - a < 0.4:
+                rto_after_fr += 1
+    n = len(per)
+    return {
+        "thin_retx_ranges": n,
+        "thin_first_retx_timer_pct": 100.0 * first_timer / n if n else math.nan,
+        "thin_timer_after_fr": rto_after_fr,
+    }
+
+
 def seed_metrics(d: Path) -> dict:
     """Per-seed metrics of one run directory (``run/`` and ``analyze/``)."""
     m: dict = {}
@@ -417,6 +490,9 @@ def seed_metrics(d: Path) -> dict:
         m["thin_app_p99"] = nearest_rank(app, 99)
         m["thin_app_max"] = app[-1] if app else math.nan
         m["thin_app_samples"] = app
+        rx = _read_csv(d / "analyze" / "retransmissions.csv")
+        m["thin_at_retx_pct"] = thin_at_retransmission(segs, rx)
+        m.update(retransmission_kinds(rx))
         af = _read_csv(d / "analyze" / "flows.csv")
         data = sum(_num(r.get("data_segments")) for r in af)
         m["thin_segments"] = data
@@ -455,73 +531,78 @@ def _f(m: float, ci: float, nd: int = 1) -> str:
 
 
 def markdown_tables(rows: list[dict]) -> str:
-    """The report's tables: thin latency and loss; greedy goodput and fairness."""
-    out = []
-    out.append("| N | queue | config | thin ACK lat. p50 (ms) | p99 (ms) | max (ms) | thin app delay p99 (ms) | "
-               "thin true loss (%) | thin retx segs / data segs (%) | greedy goodput (Mbit/s) | "
-               "Jain greedy | greedy retrans | bottleneck drops |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    """The report's three tables: thin latency and loss; greedy goodput and fairness;
+    retransmission diagnostics. Cells are mean ± 95 % CI half-width over seeds."""
+    g = lambda r, k, nd=1: _f(r.get(k), r.get(k + "_ci"), nd)  # noqa: E731
+    lab = lambda r: f"| {r['n']} | {r['queue']} | {LABELS[r['config']]} | "  # noqa: E731
+    t1 = ["| N | queue | config | ACK lat. p50 (ms) | p99 (ms) | max (ms) | app delay p99 (ms) | "
+          "true loss (%) | thin goodput (kbit/s) |", "|---|---|---|---|---|---|---|---|---|"]
+    t2 = ["| N | queue | config | greedy goodput, sum (Mbit/s) | Jain (greedy flows) | "
+          "greedy retransmissions | bottleneck drops |", "|---|---|---|---|---|---|---|"]
+    t3 = ["| N | queue | config | retransmitted thin ranges | first retx sent with packets_out < 4 (%) | "
+          "first retx timer-driven (%) | timer retx < 400 ms after a fast retx |",
+          "|---|---|---|---|---|---|---|"]
     for r in rows:
-        g = r.get
-        out.append(
-            f"| {r['n']} | {r['queue']} | {LABELS[r['config']]} | "
-            f"{_f(g('thin_lat_p50'), g('thin_lat_p50_ci'))} | "
-            f"{_f(g('thin_lat_p99'), g('thin_lat_p99_ci'), 0)} | "
-            f"{_f(g('thin_lat_max'), g('thin_lat_max_ci'), 0)} | "
-            f"{_f(g('thin_app_p99'), g('thin_app_p99_ci'), 0)} | "
-            f"{_f(g('thin_true_loss_pct'), g('thin_true_loss_pct_ci'), 2)} | "
-            f"{_f(g('thin_est_loss_pct'), g('thin_est_loss_pct_ci'), 2)} | "
-            f"{_f(g('greedy_goodput_mbps'), g('greedy_goodput_mbps_ci'), 3)} | "
-            f"{_f(g('greedy_jain'), g('greedy_jain_ci'), 3)} | "
-            f"{_f(g('greedy_retrans'), g('greedy_retrans_ci'), 0)} | "
-            f"{_f(g('bottleneck_drops'), g('bottleneck_drops_ci'), 0)} |"
-        )
-    return "\n".join(out)
+        t1.append(lab(r) + f"{g(r, 'thin_lat_p50')} | {g(r, 'thin_lat_p99', 0)} | {g(r, 'thin_lat_max', 0)} | "
+                  f"{g(r, 'thin_app_p99', 0)} | {g(r, 'thin_true_loss_pct', 2)} | {g(r, 'thin_goodput_kbps', 2)} |")
+        t2.append(lab(r) + f"{g(r, 'greedy_goodput_mbps', 3)} | {g(r, 'greedy_jain', 4)} | "
+                  f"{g(r, 'greedy_retrans', 0)} | {g(r, 'bottleneck_drops', 0)} |")
+        if r["config"] == "rdb":  # every bundle re-sends old bytes: counted as retransmission
+            t3.append(lab(r) + "n/a (bundles) | n/a | n/a | n/a |")
+        else:
+            t3.append(lab(r) + f"{g(r, 'thin_retx_ranges', 0)} | {g(r, 'thin_at_retx_pct')} | "
+                      f"{g(r, 'thin_first_retx_timer_pct')} | {g(r, 'thin_timer_after_fr', 0)} |")
+    return "\n".join(t1) + "\n\n" + "\n".join(t2) + "\n\n" + "\n".join(t3)
 
 
-def plot_cdf(rows: list[dict], n: int, queue: str, path: Path) -> None:
-    """CDF of pooled thin-stream ACK latency per config (one N, one queue)."""
+def plot_cdf(rows: list[dict], panels: list[tuple[int, str]], path: Path) -> None:
+    """CCDF-style plot (CDF from 0.5 up, log latency) of pooled thin-stream ACK latency per
+    config, one panel per (N, queue)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 3.8), dpi=90)
-    for r in rows:
-        if r["n"] != n or r["queue"] != queue:
-            continue
-        xs = r["pooled_lat"]
-        if not xs:
-            continue
-        # step CDF thinned to ≤ 2000 points to keep the PNG small
-        step = max(1, len(xs) // 2000)
-        pts = xs[::step] + [xs[-1]]
-        ys = [(i * step + 1) / len(xs) for i in range(len(pts) - 1)] + [1.0]
-        ax.step(pts, ys, where="post", label=LABELS[r["config"]])
-    ax.set_xlabel("thin-stream ACK latency (ms)")
-    ax.set_ylabel("CDF")
-    ax.set_xscale("log")
-    ax.set_ylim(0.5, 1.001)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.set_title(f"{n} thin vs {n} greedy, {QUEUES[queue]}, pooled seeds")
-    ax.legend(loc="lower right")
+    styles = {"vanilla": ("k", "-"), "lt": ("tab:blue", ":"), "mfr": ("tab:cyan", ":"),
+              "lt-mfr": ("tab:blue", "--"), "er-tlp": ("tab:orange", "-"), "rdb": ("tab:green", "-")}
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.0 * len(panels), 3.6), dpi=80, sharey=True)
+    axes = axes if len(panels) > 1 else [axes]
+    for ax, (n, queue) in zip(axes, panels):
+        for r in rows:
+            if r["n"] != n or r["queue"] != queue:
+                continue
+            xs = r["pooled_lat"]
+            if not xs:
+                continue
+            # thin the step CDF to <= 600 points (all of the tail) to keep the PNG small
+            k = len(xs)
+            idx = sorted(set(list(range(0, k, max(1, k // 400))) + list(range(max(0, k - 200), k))))
+            col, ls = styles.get(r["config"], (None, "-"))
+            ax.step([xs[i] for i in idx], [(i + 1) / k for i in idx], where="post", color=col,
+                    linestyle=ls, linewidth=1.2, label=LABELS[r["config"]])
+        ax.set_xscale("log")
+        ax.set_xlim(100, 10000)
+        ax.set_ylim(0.5, 1.0005)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.set_title(f"{n} thin vs {n} greedy, {queue}", fontsize=10)
+        ax.set_xlabel("thin-stream ACK latency (ms)")
+    axes[0].set_ylabel("CDF (pooled over seeds)")
+    axes[-1].legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
 
 
-def report(out: Path, img: Path | None, cdf_n: int, queues_n: int | None) -> str:
+def report(out: Path, img: Path | None, cdf_ns: list[int], queues_n: int | None) -> str:
     rows = aggregate(out)
     (out / "cells.json").write_text(json.dumps(
         [{k: v for k, v in r.items() if not k.startswith("pooled")} for r in rows], indent=1))
     txt = markdown_tables(rows)
     if img is not None:
         img.mkdir(parents=True, exist_ok=True)
-        plot_cdf(rows, cdf_n, "pfifo", img / f"thin-cdf-n{cdf_n}-pfifo.png")
+        plot_cdf(rows, [(n, "pfifo") for n in cdf_ns], img / "thin-ack-latency-cdf-pfifo.png")
         if queues_n is not None:
-            for q in QUEUES:
-                if q != "pfifo":
-                    plot_cdf(rows, queues_n, q, img / f"thin-cdf-n{queues_n}-{q}.png")
+            plot_cdf(rows, [(queues_n, q) for q in QUEUES], img / "thin-ack-latency-cdf-queues.png")
     return txt
 
 
@@ -564,7 +645,7 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("report", help="aggregate a matrix; print markdown tables; plot CDFs")
     r.add_argument("dir")
     r.add_argument("--img", default=None)
-    r.add_argument("--cdf-n", type=int, default=10)
+    r.add_argument("--cdf-ns", default="10,30")
     r.add_argument("--queue-n", type=int, default=10)
     a = ap.parse_args(argv)
     if a.cmd == "gen":
@@ -583,7 +664,7 @@ def main(argv: list[str] | None = None) -> int:
         cells = matrix_cells(ns, a.configs.split(","), a.queue_n, a.queues.split(","))
         run_matrix(Path(a.out), cells, [int(s) for s in a.seeds.split(",")], a.duration, a.jobs)
     elif a.cmd == "report":
-        print(report(Path(a.dir), Path(a.img) if a.img else None, a.cdf_n, a.queue_n))
+        print(report(Path(a.dir), Path(a.img) if a.img else None, [int(x) for x in a.cdf_ns.split(",")], a.queue_n))
     return 0
 
 
