@@ -1682,7 +1682,10 @@ impl Assoc {
             return;
         }
         let new = need.max(self.sock.rcvbuf).min(cfg.sctp_rmem[2]);
-        self.grow_rcvbuf(new);
+        // the patch's buffer-full path grows sk_rcvbuf without opening rwnd; the
+        // overhead-corrected variant keeps the inferred half-of-growth rule
+        let share = if cfg.autotune == Autotune::Faithful { 0 } else { 1 };
+        self.grow_rcvbuf(new, share);
     }
 
     /// Receiver rule 2 (as `tcp_rcv_space_adjust()`): once per RTT, target = 2 × bytes
@@ -1704,19 +1707,23 @@ impl Assoc {
             self.rcvq_space = target;
             let want = (target * self.overhead_permille(cfg) / 1000).min(cfg.sctp_rmem[2]);
             if want > self.sock.rcvbuf {
-                self.grow_rcvbuf(want);
+                // the patch: sctp_assoc_rwnd_increase(asoc, copied + rcvbuf_increment), i.e.
+                // rwnd opens by the whole increment (the copied part is the normal read path)
+                let share = if cfg.autotune == Autotune::Faithful { 2 } else { 1 };
+                self.grow_rcvbuf(want, share);
             }
         }
     }
 
-    /// After any `sk_rcvbuf` growth the window opens by half the growth [inferred, §2.3].
-    fn grow_rcvbuf(&mut self, new: u64) {
+    /// Grows `sk_rcvbuf` to `new` and opens rwnd by `halves`/2 of the growth (0: not at
+    /// all, 1: half [inferred, §2.3], 2: all of it, as the patch's per-RTT rule).
+    fn grow_rcvbuf(&mut self, new: u64, halves: u64) {
         let old = self.sock.rcvbuf;
         if new <= old {
             return;
         }
         self.sock.rcvbuf = new;
-        self.rwnd = self.rwnd.saturating_add(((new - old) / 2).min(u32::MAX as u64) as u32);
+        self.rwnd = self.rwnd.saturating_add(((new - old) * halves / 2).min(u32::MAX as u64) as u32);
     }
 
     // -------------------------------------------------------------------------------
