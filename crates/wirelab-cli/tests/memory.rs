@@ -18,7 +18,7 @@ fn an_idle_established_connection_costs_under_10_kb_per_end() {
     let mut sim = b.sim;
     sim.run(Instant::ZERO + b.duration, Duration::ZERO, &mut |_| {});
     let srv = sim.node_id("srv").unwrap();
-    assert_eq!(sim.stack(srv).unwrap().tcp.sockets().count(), n + 1, "listener + one connection per client");
+    assert_eq!(sim.stack(srv).unwrap().tcp().sockets().count(), n + 1, "listener + one connection per client");
     let st = sim.stack(srv).unwrap();
     let conns: Vec<usize> = st.tcp().sockets().filter(|&s| st.tcp().state(s) == Some(wirelab_tcp::TcpState::Established)).filter_map(|s| st.tcp().socket_memory(s)).collect();
     assert_eq!(conns.len(), n, "all connections established");

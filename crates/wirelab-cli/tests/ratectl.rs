@@ -1,7 +1,6 @@
 //! Receiver-side rate control (seed 003) wired into the simulator: node sysctls
 //! `net.ipv4.rate_*` install a controller on every TCP connection of the node.
-use wirelab_core::{Duration, Instant};
-use wirelab_scenario::{BuildOptions, Scenario};
+mod common;
 use wirelab_sim::RunResults;
 
 fn run(rx_sysctl: &str) -> RunResults {
@@ -39,11 +38,7 @@ port = 5001
 sample_interval = "500ms"
 "#
     );
-    let sc = Scenario::from_text("<test>", &text, &[]).unwrap();
-    let b = sc.build(&BuildOptions::default()).unwrap();
-    let mut sim = b.sim;
-    sim.run(Instant::ZERO + b.duration, Duration::ZERO, &mut |_| {});
-    sim.finish().unwrap()
+    common::run(&text, None)
 }
 
 #[test]

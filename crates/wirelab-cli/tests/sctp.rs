@@ -1,23 +1,11 @@
 //! Issue 5's scenario-level "must show" checks: SCTP driven by the simulator.
-use std::path::PathBuf;
+mod common;
+use common::run;
 use std::process::Command;
-use wirelab_core::{Duration, Instant};
-use wirelab_scenario::{BuildOptions, Scenario};
 use wirelab_sim::RunResults;
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("wirelab-sctp-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn run(text: &str, out: Option<PathBuf>) -> RunResults {
-    let sc = Scenario::from_text("<test>", text, &[]).unwrap();
-    let b = sc.build(&BuildOptions { seed: None, out_dir: out }).unwrap();
-    let mut sim = b.sim;
-    sim.run(Instant::ZERO + b.duration, Duration::ZERO, &mut |_| {});
-    sim.finish().unwrap()
+fn tmp(name: &str) -> std::path::PathBuf {
+    common::tmp("sctp", name)
 }
 
 /// Two hosts joined by two 10 Mbit/s, 20 ms paths (`p1` primary, `p2` alternate).

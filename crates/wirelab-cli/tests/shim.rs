@@ -1,16 +1,7 @@
 //! The TCP-to-SCTP shim (seed 5) driven by the simulator: unchanged TCP applications on
 //! shim hosts (`shim = [rules]` on the node) carry their byte stream over SCTP.
-use std::path::PathBuf;
-use wirelab_core::{Duration, Instant};
-use wirelab_scenario::{BuildOptions, Scenario};
+mod common;
 use wirelab_sim::RunResults;
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("wirelab-shim-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// scp-like transfer of 500 KB over 1.5 Mbit/s, 35 ms, 1 % loss (the paper's path).
 fn run(client_shim: &str, server_shim: &str, name: &str) -> (RunResults, (usize, usize)) {
@@ -56,12 +47,8 @@ port = 22
 capture = ["s:eth0"]
 "#
     );
-    let out = tmp(name);
-    let sc = Scenario::from_text("<test>", &text, &[]).unwrap();
-    let b = sc.build(&BuildOptions { seed: None, out_dir: Some(out.clone()) }).unwrap();
-    let mut sim = b.sim;
-    sim.run(Instant::ZERO + b.duration, Duration::ZERO, &mut |_| {});
-    let r = sim.finish().unwrap();
+    let out = common::tmp("shim", name);
+    let r = common::run(&text, Some(out.clone()));
     let pkts = wirelab_wire::pcap::read_file(out.join("pcap/s-eth0.pcap")).unwrap();
     let proto = |p: u8| pkts.iter().filter(|x| x.ipv4().is_some_and(|ip| ip.get(9) == Some(&p))).count();
     (r, (proto(6), proto(132)))
@@ -148,11 +135,7 @@ link = "p1"
 action = "down"
 "#
     );
-    let sc = Scenario::from_text("<test>", &text, &[]).unwrap();
-    let b = sc.build(&BuildOptions::default()).unwrap();
-    let mut sim = b.sim;
-    sim.run(Instant::ZERO + b.duration, Duration::ZERO, &mut |_| {});
-    sim.finish().unwrap()
+    common::run(&text, None)
 }
 
 #[test]

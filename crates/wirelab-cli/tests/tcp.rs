@@ -1,16 +1,12 @@
 //! Issue 3's scenario-level "must show" checks: the TCP engine driven by the simulator.
+mod common;
 use std::path::PathBuf;
 use std::process::Command;
-use wirelab_core::{Duration, Instant};
-use wirelab_scenario::{BuildOptions, Scenario};
 use wirelab_sim::record::TcpSample;
 use wirelab_sim::RunResults;
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("wirelab-tcp-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::tmp("tcp", name)
 }
 
 /// N senders → r1 → bottleneck → r2 → N receivers; 1 Gbit/s, 0.5 ms access links, so
@@ -60,11 +56,7 @@ impl Dumbbell {
         s
     }
     fn run(&self, out: Option<PathBuf>) -> RunResults {
-        let sc = Scenario::from_text("<test>", &self.text(), &[]).unwrap();
-        let b = sc.build(&BuildOptions { seed: None, out_dir: out }).unwrap();
-        let mut sim = b.sim;
-        sim.run(Instant::ZERO + b.duration, Duration::ZERO, &mut |_| {});
-        sim.finish().unwrap()
+        common::run(&self.text(), out)
     }
 }
 
@@ -191,11 +183,7 @@ fn tshark_sees_handshake_options_sack_half_close_and_rst_without_errors() {
     d.qdisc = "pfifo limit 100".into();
     let mut text = d.text();
     text += "[[app]]\nname = \"refused\"\nkind = \"tcp-bulk\"\nnode = \"s0\"\ndst = \"d0:6000\"\nbytes = \"1000\"\nstart = \"1s\"\n";
-    let sc = Scenario::from_text("<test>", &text, &[]).unwrap();
-    let b = sc.build(&BuildOptions { seed: None, out_dir: Some(out.clone()) }).unwrap();
-    let mut sim = b.sim;
-    sim.run(Instant::ZERO + b.duration, Duration::ZERO, &mut |_| {});
-    let r = sim.finish().unwrap();
+    let r = common::run(&text, Some(out.clone()));
     let f0 = r.flows.iter().find(|f| f.name == "f0").unwrap();
     assert_eq!(f0.state, "done", "transfer did not complete: {f0:?}");
     let k0 = r.flows.iter().find(|f| f.name == "k0").unwrap();

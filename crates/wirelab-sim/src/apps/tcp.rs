@@ -148,6 +148,25 @@ impl Default for ClientState {
     }
 }
 
+impl ClientState {
+    /// The peer's FIN: after our own FIN it completes the transfer; closes the socket.
+    fn peer_closed(&mut self, ctx: &mut AppCtx, s: SocketId) {
+        self.last_info = ctx.stack.s_info(s);
+        if self.phase == ClientPhase::Closing {
+            self.phase = ClientPhase::Done;
+            self.t_done = Some(ctx.now);
+        }
+        ctx.stack.s_close(ctx.now, s);
+    }
+
+    /// Reset or refused.
+    fn failed(&mut self, ctx: &mut AppCtx, s: SocketId, ev: SockEvent) {
+        self.last_info = ctx.stack.s_info(s);
+        self.phase = ClientPhase::Failed;
+        self.error = Some(if ev == SockEvent::Reset { SockError::ConnectionReset } else { SockError::ConnectionRefused });
+    }
+}
+
 fn connect(ctx: &mut AppCtx, dst: SocketAddrV4, opts: &[SockOpt], st: &mut ClientState) -> bool {
     connect_alt(ctx, dst, &[], opts, st)
 }
@@ -249,18 +268,9 @@ impl TcpBulk {
                     }
                     SockEvent::PeerClosed => {
                         drain(ctx, s, usize::MAX);
-                        if st.phase == ClientPhase::Closing {
-                            st.phase = ClientPhase::Done;
-                            st.t_done = Some(ctx.now);
-                        }
-                        st.last_info = ctx.stack.s_info(s);
-                        ctx.stack.s_close(ctx.now, s);
+                        st.peer_closed(ctx, s);
                     }
-                    SockEvent::Reset | SockEvent::ConnectFailed => {
-                        st.last_info = ctx.stack.s_info(s);
-                        st.phase = ClientPhase::Failed;
-                        st.error = Some(if ev == SockEvent::Reset { SockError::ConnectionReset } else { SockError::ConnectionRefused });
-                    }
+                    SockEvent::Reset | SockEvent::ConnectFailed => st.failed(ctx, s, ev),
                     SockEvent::Closed => {
                         if st.last_info.is_none() {
                             st.last_info = ctx.stack.s_info(s);
@@ -671,18 +681,10 @@ impl TcpRr {
                             }
                         }
                         if ev == SockEvent::PeerClosed {
-                            self.state.last_info = ctx.stack.s_info(s);
-                            if self.state.phase == ClientPhase::Closing {
-                                self.state.phase = ClientPhase::Done;
-                                self.state.t_done = Some(ctx.now);
-                            }
-                            ctx.stack.s_close(ctx.now, s);
+                            self.state.peer_closed(ctx, s);
                         }
                     }
-                    SockEvent::Reset | SockEvent::ConnectFailed => {
-                        self.state.last_info = ctx.stack.s_info(s);
-                        self.state.phase = ClientPhase::Failed;
-                    }
+                    SockEvent::Reset | SockEvent::ConnectFailed => self.state.failed(ctx, s, ev),
                     _ => {}
                 }
                 None
@@ -820,18 +822,10 @@ impl TcpThin {
                         let (n, _) = drain(ctx, s, usize::MAX);
                         self.state.read += n;
                         if ev == SockEvent::PeerClosed {
-                            self.state.last_info = ctx.stack.s_info(s);
-                            if self.state.phase == ClientPhase::Closing {
-                                self.state.phase = ClientPhase::Done;
-                                self.state.t_done = Some(ctx.now);
-                            }
-                            ctx.stack.s_close(ctx.now, s);
+                            self.state.peer_closed(ctx, s);
                         }
                     }
-                    SockEvent::Reset | SockEvent::ConnectFailed => {
-                        self.state.last_info = ctx.stack.s_info(s);
-                        self.state.phase = ClientPhase::Failed;
-                    }
+                    SockEvent::Reset | SockEvent::ConnectFailed => self.state.failed(ctx, s, ev),
                     _ => {}
                 }
                 None
