@@ -36,8 +36,8 @@ Command line (stdlib only; matplotlib for ``report``)::
 
     python python/wirelab/repro/thin_streams.py gen --thin 10 --greedy 10 --config vanilla -o x.toml
     python python/wirelab/repro/thin_streams.py commit-scenarios          # scenarios/thin-streams/
-    python python/wirelab/repro/thin_streams.py matrix --out DIR --duration 60s --seeds 1,2,3
-    python python/wirelab/repro/thin_streams.py report DIR --img docs/reproductions/img
+    python python/wirelab/repro/thin_streams.py matrix --out DIR --duration 300s --seeds 1,2,3,4,5
+    python python/wirelab/repro/thin_streams.py report DIR --img docs/reproductions/img   # tables to stdout
 
 The CLI is ``$WIRELAB_BIN``, else ``wirelab`` on PATH, else ``target/release/wirelab``.
 """
