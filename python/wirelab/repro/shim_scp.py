@@ -212,6 +212,8 @@ def cells(df: pd.DataFrame) -> pd.DataFrame:
 def _ci(m: float, c: float) -> str:
     if math.isnan(m):
         return "–"
+    if math.isnan(c):
+        return f"{m:.3g}"
     if m >= 100:
         return f"{m:.0f} ± {c:.0f}"
     return f"{m:.2f} ± {c:.2f}" if m < 10 else f"{m:.1f} ± {c:.1f}"
@@ -448,6 +450,7 @@ def main(argv: list[str] | None = None) -> int:
         ts, summ = failover(cli, out)
         print(summ.to_string())
         plot_failover(ts, summ, out / "shim-failover.png")
+    shutil.rmtree(out / "tmp", ignore_errors=True)
     return 0
 
 
