@@ -104,3 +104,52 @@ def test_parquet_export(quick):
     written = quick.to_parquet()
     assert any(p.name == "flows.parquet" for p in written)
     assert pd.read_parquet(quick.out_dir / "flows.parquet").equals(quick.flows)
+
+
+def test_run_progress_bar_over_simulated_time(tmp_path, capsys, monkeypatch):
+    # the built-in bar (not tqdm) so the output is predictable
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    r = wirelab.run(QUICKSTART, overrides={"scenario.duration": "5s", "measure.capture": []}, out=tmp_path / "p", progress=True)
+    err = capsys.readouterr().err
+    assert "sim-s" in err and "5" in err, err[-300:]
+    assert r.summary["sim_seconds"] == 5.0
+    # and none when asked for none
+    wirelab.run(QUICKSTART, overrides={"scenario.duration": "1s", "measure.capture": []}, out=tmp_path / "q", progress=False)
+    assert "sim-s" not in capsys.readouterr().err
+
+
+def test_tcp_timeseries_with_tcp_info_names(tmp_path):
+    text = """
+[scenario]
+name = "tcp"
+duration = "3s"
+[[node]]
+name = "a"
+[[node]]
+name = "b"
+[[link]]
+a = { node = "a" }
+b = { node = "b" }
+netem = "rate 10mbit delay 10ms"
+[[app]]
+name = "bulk"
+kind = "tcp-bulk"
+node = "a"
+dst = "b:5001"
+[[app]]
+name = "sink"
+kind = "tcp-sink"
+node = "b"
+port = 5001
+"""
+    f = tmp_path / "tcp.toml"
+    f.write_text(text)
+    r = wirelab.run(f, out=tmp_path / "o")
+    ts = r.tcp_timeseries
+    assert {"cwnd", "ssthresh", "srtt_ms", "rto_ms", "unacked", "snd_wnd", "rcv_wnd", "sndbuf", "rcvbuf",
+            "delivery_rate_bps"} <= set(ts.columns)
+    bulk = ts[ts["flow"] == "bulk"]
+    assert bulk["cwnd"].max() > 10 and (bulk["srtt_ms"].iloc[-1] >= 20)
+    flows = r.flows.set_index("name")
+    assert flows.loc["sink", "rx_bytes"] > 2_000_000 and flows.loc["bulk", "proto"] == "tcp"

@@ -41,19 +41,34 @@ def run(
     seed: Optional[int] = None,
     overrides: Optional[Union[Mapping[str, Any], Sequence[str]]] = None,
     out: Optional[Union[str, os.PathLike]] = None,
+    progress: Optional[bool] = None,
 ) -> Result:
     """Runs a scenario (a TOML path or a dict with the same structure).
 
     ``overrides`` maps dotted keys to values (``{"scenario.duration": "20s"}``), exactly
     like ``wirelab run --set``. Outputs go to ``out`` (a fresh temporary directory if not
-    given). Raises :class:`wirelab.ScenarioError` for invalid scenarios.
+    given). Raises :class:`wirelab.ScenarioError` for invalid scenarios. ``progress``
+    shows a bar with ETA over simulated seconds on stderr (default: when it is a terminal).
     """
+    from .progress import Progress
+
     path, text = _source(scenario)
     out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="wirelab-"))
+    bar: list = []
+
+    def on_progress(t: float, total: float) -> None:
+        if not bar:
+            bar.append(Progress(total=round(total, 3), desc="run", unit="sim-s", enable=progress))
+        bar[0].set(round(t, 3))
+
     try:
-        summary = _wirelab.run(str(path), str(out_dir), seed, _overrides(overrides), text)
+        summary = _wirelab.run(str(path), str(out_dir), seed, _overrides(overrides), text,
+                               on_progress if progress is not False else None)
     except Exception as e:  # noqa: BLE001 - re-raised as the public type
         raise translate(e) from None
+    finally:
+        if bar:
+            bar[0].close()
     return Result(Path(summary).parent)
 
 

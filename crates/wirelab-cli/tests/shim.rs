@@ -69,6 +69,7 @@ fn shim_on_both_ends_carries_an_unchanged_tcp_app_over_sctp() {
     let t = check_done(&r);
     eprintln!("TCP–SCTP–TCP: {t:.3} s, {tcp} TCP and {sctp} SCTP packets on the wire");
     assert_eq!(tcp, 0, "no TCP on the wire");
+    assert_eq!(r.flows.iter().find(|f| f.name == "scp").unwrap().proto, "sctp", "flows.csv names the transport");
     assert!(sctp > 300);
 }
 
@@ -80,6 +81,7 @@ fn shim_client_falls_back_to_tcp_when_the_server_has_no_shim() {
     eprintln!("fallback: {t:.3} s, {tcp} TCP and {sctp} SCTP packets");
     assert!(tcp > 300, "the transfer ran over TCP");
     assert!((1..=4).contains(&sctp), "INIT and ABORT only: {sctp}");
+    assert_eq!(r.flows.iter().find(|f| f.name == "scp").unwrap().proto, "tcp");
 }
 
 #[test]

@@ -9,17 +9,30 @@ create_exception!(_wirelab, WirelabError, pyo3::exceptions::PyException, "Base c
 create_exception!(_wirelab, ScenarioError, PyValueError, "A scenario file is invalid (message names file, line and key).");
 
 /// Runs a scenario file (or TOML text if `text` is given; `path` then names it in errors),
-/// writing outputs into `out`. Returns the path of `summary.json`.
+/// writing outputs into `out`. Returns the path of `summary.json`. `progress`, if given, is
+/// called as `progress(simulated_seconds, total_seconds)` about 200 times per run (with the
+/// GIL held; the simulation itself runs without it).
 #[pyfunction]
-#[pyo3(signature = (path, out, seed=None, overrides=Vec::new(), text=None))]
-fn run(py: Python<'_>, path: PathBuf, out: PathBuf, seed: Option<u64>, overrides: Vec<String>, text: Option<String>) -> PyResult<String> {
+#[pyo3(signature = (path, out, seed=None, overrides=Vec::new(), text=None, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn run(py: Python<'_>, path: PathBuf, out: PathBuf, seed: Option<u64>, overrides: Vec<String>, text: Option<String>, progress: Option<Py<PyAny>>) -> PyResult<String> {
     let r = py.detach(move || {
         let sc = match &text {
             Some(t) => wirelab_scenario::Scenario::from_text(&path.display().to_string(), t, &overrides),
             None => wirelab_scenario::Scenario::load(&path, &overrides),
         }
         .map_err(|e| (2, e.to_string()))?;
-        wirelab_cli::run_loaded(&sc, &out, seed, &mut |_, _| {}).map(|_| out.join("summary.json"))
+        let mut cb = |t: f64, total: f64| {
+            if let Some(f) = &progress {
+                Python::attach(|py| {
+                    // a failing callback must not abort the run; report it once per call
+                    if let Err(e) = f.call1(py, (t, total)) {
+                        e.print(py);
+                    }
+                });
+            }
+        };
+        wirelab_cli::run_loaded(&sc, &out, seed, &mut cb).map(|_| out.join("summary.json"))
     });
     match r {
         Ok(p) => Ok(p.display().to_string()),

@@ -97,7 +97,16 @@ impl Scenario {
                 for (i, l) in lines.iter().enumerate() {
                     rules.parse_line(i + 1, l.get_ref()).map_err(|e| self.error_at(span(l), format!("shim rule: {e}")))?;
                 }
-                stack.shim = Some(wirelab_shim::ShimConfig { rules, ..Default::default() });
+                let mut cfg = wirelab_shim::ShimConfig { rules, ..Default::default() };
+                if let Some(f) = &n.shim_fallback {
+                    cfg.fallback.timeout = match f.get_ref().as_str() {
+                        "off" | "none" => None,
+                        _ => Some(self.time(f)?),
+                    };
+                }
+                stack.shim = Some(cfg);
+            } else if let Some(f) = &n.shim_fallback {
+                return Err(self.error_at(span(f), "`shim_fallback` needs `shim` rules on the same node"));
             }
             let fwd = n.sysctl.get("net.ipv4.ip_forward").map(|v| matches!(v.get_ref(), toml::Value::Integer(1)) || v.get_ref().as_str() == Some("1"));
             let id = sim.add_node(n.name.get_ref(), fwd.unwrap_or(router));

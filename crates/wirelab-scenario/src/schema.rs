@@ -80,6 +80,10 @@ pub struct NodeSpec {
     /// "local enable any port 5001"]`. Present = TCP applications on this node use the shim.
     #[serde(default)]
     pub shim: Option<Vec<S>>,
+    /// Shim fallback timer: fall back to TCP if the association is not up this long after
+    /// `connect()` (default `3s`, one RTO.Initial; `off` = only on ABORT/ICMP).
+    #[serde(default)]
+    pub shim_fallback: Option<S>,
 }
 
 /// One end of a link.

@@ -396,6 +396,9 @@ fn span_rate(bytes: u64, first: Option<Instant>, last: Option<Instant>) -> f64 {
 }
 
 fn client_summary(s: &mut FlowSummary, st: &tcp::ClientState) {
+    if !st.transport.is_empty() {
+        s.proto = st.transport;
+    }
     s.tx_bytes = st.written;
     s.rx_bytes = st.read;
     s.conns = st.t_connected.is_some() as u64;

@@ -126,6 +126,8 @@ pub struct ClientState {
     pub error: Option<SockError>,
     /// Final `tcp_info` (kept when the socket closes).
     pub last_info: Option<wirelab_tcp::TcpInfo>,
+    /// Transport the stream ran over (`tcp`, or `sctp` through the shim).
+    pub transport: &'static str,
 }
 
 impl Default for ClientState {
@@ -144,11 +146,18 @@ impl Default for ClientState {
             t_done: None,
             error: None,
             last_info: None,
+            transport: "",
         }
     }
 }
 
 impl ClientState {
+    /// Records the handshake's completion and the transport it ended up on.
+    fn connected(&mut self, ctx: &mut AppCtx, s: SocketId) {
+        self.t_connected = Some(ctx.now);
+        self.transport = ctx.stack.s_transport(s);
+    }
+
     /// The peer's FIN: after our own FIN it completes the transfer; closes the socket.
     fn peer_closed(&mut self, ctx: &mut AppCtx, s: SocketId) {
         self.last_info = ctx.stack.s_info(s);
@@ -235,7 +244,7 @@ impl TcpBulk {
             AppInput::Tcp(s, ev) if Some(s) == st.sock => {
                 match ev {
                     SockEvent::Connected => {
-                        st.t_connected = Some(ctx.now);
+                        st.connected(ctx, s);
                         if self.exchanges > 0 {
                             st.phase = ClientPhase::Exchanging;
                             self.send_exchange(ctx);
@@ -658,7 +667,7 @@ impl TcpRr {
             AppInput::Tcp(s, ev) if Some(s) == self.state.sock => {
                 match ev {
                     SockEvent::Connected => {
-                        self.state.t_connected = Some(ctx.now);
+                        self.state.connected(ctx, s);
                         self.state.phase = ClientPhase::Sending;
                         self.request(ctx);
                         if self.interval > Duration::ZERO {
@@ -811,7 +820,7 @@ impl TcpThin {
             AppInput::Tcp(s, ev) if Some(s) == self.state.sock => {
                 match ev {
                     SockEvent::Connected => {
-                        self.state.t_connected = Some(ctx.now);
+                        self.state.connected(ctx, s);
                         self.state.phase = ClientPhase::Sending;
                         let (gap, size) = self.next_gap();
                         self.size_next = size;
