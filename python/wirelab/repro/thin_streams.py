@@ -309,29 +309,34 @@ def matrix_cells(ns: list[int], configs: list[str], queue_n: int | None, queues:
     return cells
 
 
-def cell_name(n: int, config: str, queue: str) -> str:
-    return f"n{n}-{config}-{queue}"
+def cell_name(n: int, config: str, queue: str, greedy: int | None = None) -> str:
+    """Directory name of a cell; ``greedy`` only when it differs from ``n``."""
+    g = "" if greedy is None or greedy == n else f"g{greedy}-"
+    return f"n{n}-{g}{config}-{queue}"
 
 
-def run_matrix(out: Path, cells, seeds: list[int], duration: str, jobs: int = 2) -> None:
-    """Runs every cell × seed with ``jobs`` parallel processes; prints progress."""
+def run_matrix(out: Path, cells, seeds: list[int], duration: str, jobs: int = 2,
+               greedy: int | None = None) -> None:
+    """Runs every cell × seed with ``jobs`` parallel processes; prints progress.
+
+    ``greedy``: a fixed number of greedy flows (default: as many as thin streams)."""
     out.mkdir(parents=True, exist_ok=True)
     todo = [(n, c, q, s) for (n, c, q) in cells for s in seeds]
     t_start = time.monotonic()
 
     def work(item):
         n, c, q, s = item
-        d = out / cell_name(n, c, q) / f"seed{s}"
-        info = run_one(generate(n, n, c, q, duration, s), d, s)
+        d = out / cell_name(n, c, q, greedy) / f"seed{s}"
+        info = run_one(generate(n, n if greedy is None else greedy, c, q, duration, s), d, s)
         return item, info
 
     with ThreadPoolExecutor(max_workers=jobs) as ex:
         for k, (item, info) in enumerate(ex.map(work, todo), 1):
-            print(f"[{k}/{len(todo)} {time.monotonic() - t_start:6.0f}s] {cell_name(*item[:3])} "
+            print(f"[{k}/{len(todo)} {time.monotonic() - t_start:6.0f}s] {cell_name(*item[:3], greedy)} "
                   f"seed {item[3]}: run {info['run_s']:.1f}s analyze {info['analyze_s']:.1f}s",
                   flush=True)
     (out / "matrix.json").write_text(json.dumps(
-        {"cells": cells, "seeds": seeds, "duration": duration,
+        {"cells": cells, "seeds": seeds, "duration": duration, "greedy": greedy,
          "wall_s": time.monotonic() - t_start}, indent=1))
 
 
@@ -507,12 +512,14 @@ def aggregate(out: Path) -> list[dict]:
     """One row per cell: means and 95 % CI half-widths over seeds, pooled latency samples."""
     meta = json.loads((out / "matrix.json").read_text())
     rows = []
+    greedy = meta.get("greedy")
     for n, c, q in meta["cells"]:
-        cd = out / cell_name(n, c, q)
+        cd = out / cell_name(n, c, q, greedy)
         per = [seed_metrics(cd / f"seed{s}") for s in meta["seeds"] if (cd / f"seed{s}" / "done.json").exists()]
         if not per:
             continue
-        row: dict = {"n": n, "config": c, "queue": q, "seeds": len(per)}
+        row: dict = {"n": n, "greedy": n if greedy is None else greedy, "config": c, "queue": q,
+                     "seeds": len(per)}
         keys = sorted({k for p in per for k in p if not k.endswith("_samples")})
         for k in keys:
             row[k], row[k + "_ci"] = mean_ci([p.get(k, math.nan) for p in per])
@@ -534,7 +541,7 @@ def markdown_tables(rows: list[dict]) -> str:
     """The report's three tables: thin latency and loss; greedy goodput and fairness;
     retransmission diagnostics. Cells are mean ± 95 % CI half-width over seeds."""
     g = lambda r, k, nd=1: _f(r.get(k), r.get(k + "_ci"), nd)  # noqa: E731
-    lab = lambda r: f"| {r['n']} | {r['queue']} | {LABELS[r['config']]} | "  # noqa: E731
+    lab = lambda r: f"| {r['n']}{'' if r.get('greedy', r['n']) == r['n'] else ' vs ' + str(r['greedy'])} | {r['queue']} | {LABELS[r['config']]} | "  # noqa: E731
     t1 = ["| N | queue | config | ACK lat. p50 (ms) | p99 (ms) | max (ms) | app delay p99 (ms) | "
           "true loss (%) | thin goodput (kbit/s) |", "|---|---|---|---|---|---|---|---|---|"]
     t2 = ["| N | queue | config | greedy goodput, sum (Mbit/s) | Jain (greedy flows) | "
@@ -642,6 +649,7 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--seeds", default="1,2,3,4,5")
     m.add_argument("--duration", default="300s")
     m.add_argument("--jobs", type=int, default=2)
+    m.add_argument("--greedy", type=int, default=None, help="fixed greedy count (default: = N)")
     r = sub.add_parser("report", help="aggregate a matrix; print markdown tables; plot CDFs")
     r.add_argument("dir")
     r.add_argument("--img", default=None)
@@ -662,7 +670,7 @@ def main(argv: list[str] | None = None) -> int:
     elif a.cmd == "matrix":
         ns = [int(x) for x in a.ns.split(",") if x]
         cells = matrix_cells(ns, a.configs.split(","), a.queue_n, a.queues.split(","))
-        run_matrix(Path(a.out), cells, [int(s) for s in a.seeds.split(",")], a.duration, a.jobs)
+        run_matrix(Path(a.out), cells, [int(s) for s in a.seeds.split(",")], a.duration, a.jobs, a.greedy)
     elif a.cmd == "report":
         print(report(Path(a.dir), Path(a.img) if a.img else None, [int(x) for x in a.cdf_ns.split(",")], a.queue_n))
     return 0
