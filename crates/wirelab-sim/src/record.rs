@@ -186,6 +186,22 @@ pub struct TcpSample {
     pub bytes_acked: u64,
     /// Bytes received in order.
     pub bytes_received: u64,
+    /// Stream is thin now (`tcp_stream_is_thin()`).
+    pub thin: bool,
+    /// RTO expirations.
+    pub rto_count: u32,
+    /// Linear (non-backed-off) thin-stream timeouts.
+    pub thin_linear_timeouts: u32,
+    /// Thin-stream fast retransmits on the first dupACK.
+    pub thin_dupack_retrans: u32,
+    /// Early retransmits.
+    pub early_retrans: u32,
+    /// Tail loss probes.
+    pub tlp_probes: u32,
+    /// Packets carrying bundled redundant data (RDB).
+    pub rdb_packets: u32,
+    /// Redundant bytes bundled (RDB).
+    pub rdb_bytes_bundled: u64,
 }
 
 impl TcpSample {
@@ -217,6 +233,14 @@ impl TcpSample {
             delivery_rate_bps: i.delivery_rate as f64 * 8.0,
             bytes_acked: i.bytes_acked,
             bytes_received: i.bytes_received,
+            thin: i.thin,
+            rto_count: i.rto_count,
+            thin_linear_timeouts: i.thin_linear_timeouts,
+            thin_dupack_retrans: i.thin_dupack_retrans,
+            early_retrans: i.early_retrans,
+            tlp_probes: i.tlp_probes,
+            rdb_packets: i.rdb_packets,
+            rdb_bytes_bundled: i.rdb_bytes_bundled,
         }
     }
 }

@@ -3563,7 +3563,10 @@ impl Conn {
         if len > 0 {
             fl |= flags::PSH;
         }
-        if k == 0 && !matches!(self.xmit_timer, Some((_, XmitTimer::Retrans))) {
+        // tcp_xmit_retransmit_queue(): retransmitting the head restarts the RTO (its
+        // icsk_rto keeps any backoff) unless the RACK reordering timer is pending; without
+        // this a fast retransmission in flight is retransmitted again by the old timer
+        if k == 0 && !matches!(self.xmit_timer, Some((_, XmitTimer::ReoTimeout))) {
             self.rearm_rto(cfg, now);
         }
         Some(self.emit(cfg, now, buf, s.seq, fl, off, len, false))
