@@ -190,3 +190,77 @@ sample_interval = "1s"
     let ratio = g[0] / g[1];
     assert!((0.5..=2.0).contains(&ratio), "SCTP/TCP goodput ratio {ratio}");
 }
+
+/// Two routed paths whose subnets share no prefix with each other (10.1/10.11 and
+/// 10.2/10.12): each path's source address must come from the route, not from the longest
+/// common prefix, and each host must reach the other's alternate subnet through the router
+/// that owns it, or the alternate path's SACKs travel over the dead primary.
+#[test]
+fn routed_multihoming_picks_sources_by_route_and_fails_over() {
+    let text = r#"[scenario]
+name = "routed-multihoming"
+duration = "20s"
+
+[[node]]
+name = "h1"
+[[node]]
+name = "ra"
+kind = "router"
+[[node]]
+name = "rb"
+kind = "router"
+[[node]]
+name = "h2"
+
+[[link]]
+name = "a1"
+a = { node = "h1", addr = "10.1.0.1/24" }
+b = { node = "ra", addr = "10.1.0.254/24" }
+netem = "rate 10mbit delay 10ms"
+[[link]]
+name = "a2"
+a = { node = "ra", addr = "10.11.0.254/24" }
+b = { node = "h2", addr = "10.11.0.2/24" }
+netem = "rate 10mbit delay 10ms"
+[[link]]
+name = "b1"
+a = { node = "h1", addr = "10.2.0.1/24" }
+b = { node = "rb", addr = "10.2.0.254/24" }
+netem = "rate 10mbit delay 10ms"
+[[link]]
+name = "b2"
+a = { node = "rb", addr = "10.12.0.254/24" }
+b = { node = "h2", addr = "10.12.0.2/24" }
+netem = "rate 10mbit delay 10ms"
+
+[[app]]
+name = "client"
+kind = "sctp-bulk"
+node = "h1"
+dst = "h2:6000"
+bytes = "6000000"
+
+[[app]]
+name = "server"
+kind = "sctp-sink"
+node = "h2"
+port = 6000
+
+[[event]]
+at = "2s"
+link = "a2"
+action = "down"
+
+[measure]
+sample_interval = "50ms"
+"#;
+    let r = run(text, None);
+    let server = r.flows.iter().find(|f| f.name == "server").unwrap();
+    assert_eq!(server.rx_bytes, 6_000_000, "{server:?}");
+    assert_eq!(r.flows.iter().find(|f| f.name == "client").unwrap().state, "done");
+    // each path's local address is the one its route uses
+    let paths: Vec<_> = r.sctp_path_series.iter().filter(|p| p.flow == "client" && p.time_s > 1.0 && p.time_s < 1.1).collect();
+    assert!(paths.iter().any(|p| p.addr == "10.12.0.2"), "{paths:?}");
+    let t = r.sctp_series.iter().filter(|s| s.flow == "client" && s.time_s > 2.0).find(|s| s.active_path != 0).expect("fails over").time_s - 2.0;
+    assert!(t <= 1.2, "failover after {t} s");
+}

@@ -321,9 +321,23 @@ fn common_prefix(a: Ipv4Addr, b: Ipv4Addr) -> u32 {
     (u32::from(a) ^ u32::from(b)).leading_zeros()
 }
 
-/// Source address for a peer address: the local address sharing the longest prefix
-/// (stand-in for the route lookup Linux does in `sctp_v4_get_dst`).
-pub(crate) fn pick_local(locals: &[Ipv4Addr], peer: Ipv4Addr) -> Ipv4Addr {
+/// Source address for a peer address: the source of the longest route matching the peer
+/// among the bound addresses (Linux `sctp_v4_get_dst`: route lookup, then a bound address
+/// that matches the route's source); without routes, the local address sharing the
+/// longest prefix with the peer.
+pub(crate) fn pick_local(cfg: &SctpConfig, locals: &[Ipv4Addr], peer: Ipv4Addr) -> Ipv4Addr {
+    let p = u32::from(peer);
+    let routed = cfg
+        .source_routes
+        .iter()
+        .filter(|(net, len, src)| {
+            let m = if *len == 0 { 0 } else { u32::MAX << (32 - *len as u32) };
+            p & m == u32::from(*net) & m && locals.contains(src)
+        })
+        .max_by_key(|(net, len, _)| (*len, std::cmp::Reverse(u32::from(*net))));
+    if let Some(&(_, _, src)) = routed {
+        return src;
+    }
     let mut best = locals.first().copied().unwrap_or(Ipv4Addr::UNSPECIFIED);
     for &l in locals {
         if common_prefix(l, peer) > common_prefix(best, peer) {
@@ -413,7 +427,7 @@ impl Assoc {
         let itsn = rng.next_u32();
         let mut a = Self::base(cfg, sock, lport, pport, local_addrs, my_tag, itsn);
         for &p in peer_addrs {
-            let l = pick_local(&a.local_addrs, p);
+            let l = pick_local(cfg, &a.local_addrs, p);
             a.paths.push(Path::new(p, l, cfg, u32::MAX));
         }
         a.build_init_params();
@@ -428,7 +442,7 @@ impl Assoc {
         let mut a = Self::base(cfg, sock, c.lport, c.pport, local_addrs, c.my_tag, c.my_itsn);
         a.peer_tag = c.peer_tag;
         for &p in &c.peer_addrs {
-            let l = pick_local(&a.local_addrs, p);
+            let l = pick_local(cfg, &a.local_addrs, p);
             a.paths.push(Path::new(p, l, cfg, initial_ssthresh(cfg, c.peer_rwnd)));
         }
         a.setup_peer(c.peer_itsn, c.peer_rwnd, c.os, c.is);
@@ -940,7 +954,7 @@ impl Assoc {
         self.peer_tag = i.init_tag;
         for a in addrs {
             if self.path_of(a).is_none() && self.paths.len() < MAX_ADDRS {
-                let l = pick_local(&self.local_addrs, a);
+                let l = pick_local(cfg, &self.local_addrs, a);
                 self.paths.push(Path::new(a, l, cfg, u32::MAX));
             }
         }

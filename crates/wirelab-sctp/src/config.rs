@@ -130,6 +130,11 @@ pub struct SctpConfig {
     pub wmem_max: u64,
     /// `net.sctp.sndbuf_adv_interval` (btech patch, ms, default 5000): V1–V3 timer.
     pub sndbuf_adv_interval: Duration,
+    /// The host's routes as `(network, prefix length, source address)`, provided by the
+    /// driver (the simulator fills it from the node's routing table). Paths take their
+    /// local address from the longest matching route, as Linux's `sctp_v4_get_dst()` does
+    /// with a route lookup; empty = longest common prefix with the peer address.
+    pub source_routes: Vec<(std::net::Ipv4Addr, u8, std::net::Ipv4Addr)>,
     /// Which chunk-0x96 variant this host sends (`net.sctp.sndbuf_adv`, wirelab name).
     pub sndbuf_adv: SndbufAdv,
     /// Backlog definition for chunk 0x96 (`net.sctp.sndbuf_adv_backlog`, wirelab name).
@@ -187,6 +192,7 @@ impl SctpConfig {
             rmem_max: 212992,
             wmem_max: 212992,
             sndbuf_adv_interval: Duration::from_millis(5000),
+            source_routes: Vec::new(),
             sndbuf_adv: SndbufAdv::Off,
             sndbuf_adv_backlog: BacklogDef::Btech2016,
             autotune: Autotune::Off,

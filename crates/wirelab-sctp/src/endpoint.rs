@@ -520,7 +520,7 @@ impl SctpEndpoint {
         params[at..at + unrec.len()].copy_from_slice(&unrec);
         at += unrec.len();
         let ack = ChunkRepr::InitAck(InitRepr { init_tag: my_tag, a_rwnd, os: cd.os, mis: self.cfg.max_in_streams, initial_tsn: Tsn(my_itsn), params: &params[..at] });
-        let src_local = if local_addrs.contains(&dst) { dst } else { pick_local(&local_addrs, src) };
+        let src_local = if local_addrs.contains(&dst) { dst } else { pick_local(&self.cfg, &local_addrs, src) };
         self.reply(src_local, src, pkt.dst_port(), pkt.src_port(), init.init_tag, &ack);
     }
 

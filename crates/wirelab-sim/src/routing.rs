@@ -61,6 +61,12 @@ impl RouteTable {
         }
         None
     }
+    /// All routes as `(network, prefix length, next hop)`, sorted (deterministic).
+    pub fn entries(&self) -> Vec<(Ipv4Addr, u8, NextHop)> {
+        let mut v: Vec<(Ipv4Addr, u8, NextHop)> = self.by_len.iter().flat_map(|(l, m)| m.iter().map(move |(k, h)| (Ipv4Addr::from(*k), *l, *h))).collect();
+        v.sort_by_key(|(n, l, _)| (std::cmp::Reverse(*l), u32::from(*n)));
+        v
+    }
     /// Number of routes.
     pub fn len(&self) -> usize {
         self.by_len.iter().map(|(_, m)| m.len()).sum()

@@ -336,8 +336,9 @@ impl Sim {
                 }
                 continue;
             }
-            // BFS from src, remembering the first hop
+            // BFS from src, remembering the first hop and the hop count
             let mut first: Vec<Option<(u32, Ipv4Addr)>> = vec![None; n];
+            let mut dist = vec![u32::MAX; n];
             let mut seen = vec![false; n];
             seen[src] = true;
             let mut q = std::collections::VecDeque::new();
@@ -345,6 +346,7 @@ impl Sim {
                 if !seen[nb as usize] {
                     seen[nb as usize] = true;
                     first[nb as usize] = Some((ifc, pa));
+                    dist[nb as usize] = 1;
                     q.push_back(nb);
                 }
             }
@@ -357,18 +359,29 @@ impl Sim {
                     if !seen[nb as usize] {
                         seen[nb as usize] = true;
                         first[nb as usize] = first[u as usize];
+                        dist[nb as usize] = dist[u as usize] + 1;
                         q.push_back(nb);
                     }
                 }
             }
+            // a subnet is reached through its nearest owner (a multihomed host's other
+            // subnet is owned by a closer router too); ties go to the lower node index
+            let mut best: std::collections::BTreeMap<(u32, u8), (u32, u32)> = std::collections::BTreeMap::new();
             for &(owner, sub) in &subnets {
-                if owner as usize == src {
+                if owner as usize == src || first[owner as usize].is_none() {
                     continue;
                 }
+                let key = (u32::from(sub.network()), sub.prefix);
+                let cand = (dist[owner as usize], owner);
+                if best.get(&key).is_none_or(|b| cand < *b) {
+                    best.insert(key, cand);
+                }
+            }
+            for ((net, prefix), (_, owner)) in best {
+                let net = Ipv4Addr::from(net);
                 if let Some((ifc, via)) = first[owner as usize] {
-                    let net = sub.network();
-                    if !self.nodes[src].routes.has(net, sub.prefix) {
-                        self.nodes[src].routes.add(net, sub.prefix, NextHop { iface: ifc, via: Some(via) });
+                    if !self.nodes[src].routes.has(net, prefix) {
+                        self.nodes[src].routes.add(net, prefix, NextHop { iface: ifc, via: Some(via) });
                     }
                 }
             }
@@ -545,7 +558,9 @@ impl Sim {
         if node.stack.is_none() {
             let cfg = &node.stack_cfg;
             let tcp_cfg = cfg.tcp.clone().unwrap_or_else(|| wirelab_tcp::TcpConfig::profile("linux-6").expect("linux-6"));
-            let sctp_cfg = cfg.sctp.clone().unwrap_or_else(|| wirelab_sctp::SctpConfig::profile("linux-6").expect("linux-6"));
+            let mut sctp_cfg = cfg.sctp.clone().unwrap_or_else(|| wirelab_sctp::SctpConfig::profile("linux-6").expect("linux-6"));
+            // SCTP picks each path's source address by route lookup, as Linux does
+            sctp_cfg.source_routes = node.routes.entries().into_iter().map(|(net, len, hop)| (net, len, node.ifaces[hop.iface as usize].addr.addr)).collect();
             let tcp = wirelab_tcp::TcpEndpoint::new(tcp_cfg, Rng::stream(seed, &format!("node/{}/tcp", node.name)));
             let sctp = wirelab_sctp::SctpEndpoint::new(sctp_cfg, Rng::stream(seed, &format!("node/{}/sctp", node.name)));
             let mut st = HostStack::new(tcp, sctp, cfg.shim.clone());
