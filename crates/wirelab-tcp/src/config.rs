@@ -399,8 +399,12 @@ impl TcpConfig {
                 // Approximation: Linux machinery with FreeBSD 4.x defaults (docs/tcp.md).
                 c.profile = "freebsd-4.10";
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
-                c.tcp_rmem = [4096, 65536, 65536];
-                c.tcp_wmem = [4096, 32768, 32768];
+                // FreeBSD's sb_hiwat counts payload (net.inet.tcp.recvspace 65536,
+                // sendspace 32768); Linux charges truesize and advertises rcvbuf/2
+                // (tcp_adv_win_scale), so the Linux-side values are doubled to give the
+                // same payload in flight (found by the shim study, docs/tcp.md).
+                c.tcp_rmem = [4096, 131072, 131072];
+                c.tcp_wmem = [4096, 65536, 65536];
                 c.rmem_max = 262144;
                 c.wmem_max = 262144;
                 c.tcp_moderate_rcvbuf = false;
