@@ -57,3 +57,73 @@ fn receiver_rate_control_throttles_an_incoming_stream_by_its_window() {
     assert!(rows.iter().any(|r| r.window <= 1448 && r.linux_window > 4 * 1448), "{:?}", rows.first());
     assert!(rows.iter().all(|r| r.window >= 1448), "revised policy never goes below 1 MSS");
 }
+
+/// §5.4: a stream whose outgoing packets the receiver's CBQ puts into the `cbq_class`
+/// class is "important" and keeps its full window; the other stream is throttled. Both
+/// share the sender, link and target; only the classification differs.
+#[test]
+fn important_cbq_class_is_never_throttled() {
+    let run2 = |cbq_class: &str| {
+        let text = format!(
+            r#"[scenario]
+name = "rc-imp"
+duration = "20s"
+profile = "linux-2.2"
+
+[[node]]
+name = "tx"
+[[node]]
+name = "rx"
+sysctl = {{ "net.ipv4.rate_status" = 1, "net.ipv4.rate_acceptable_tcp" = "1mbit", "net.ipv4.cbq_class" = "{cbq_class}" }}
+
+[[link]]
+a = {{ node = "tx" }}
+b = {{ node = "rx", tc = [
+  "qdisc add root handle 1: cbq bandwidth 10mbit avpkt 1000",
+  "class add parent 1: classid 1:1 cbq rate 10mbit allot 1514 avpkt 1000",
+  "class add parent 1: classid 1:2 cbq rate 10mbit allot 1514 avpkt 1000",
+  "filter add parent 1: protocol ip prio 1 u32 match ip sport 5002 0xffff flowid 1:2",
+  "filter add parent 1: protocol ip prio 2 u32 match ip protocol 6 0xff flowid 1:1",
+] }}
+netem = "rate 10mbit delay 10ms"
+
+[[app]]
+name = "a"
+kind = "tcp-bulk"
+node = "tx"
+dst = "rx:5001"
+[[app]]
+name = "b"
+kind = "tcp-bulk"
+node = "tx"
+dst = "rx:5002"
+[[app]]
+name = "sa"
+kind = "tcp-sink"
+node = "rx"
+port = 5001
+[[app]]
+name = "sb"
+kind = "tcp-sink"
+node = "rx"
+port = 5002
+
+[measure]
+sample_interval = "500ms"
+"#
+        );
+        common::run(&text, None)
+    };
+    let mbps = |r: &RunResults, n: &str| r.flows.iter().find(|f| f.name == n).unwrap().rx_bytes as f64 * 8.0 / 20.0 / 1e6;
+    let imp = run2("1:2");
+    let (a, b) = (mbps(&imp, "sa"), mbps(&imp, "sb"));
+    eprintln!("cbq_class 1:2: stream to 5001 {a:.2} Mbit/s, important stream to 5002 {b:.2} Mbit/s");
+    assert!(b > 2.0 * a, "the important stream keeps its window: {b} vs {a}");
+    let modes: std::collections::BTreeSet<_> = imp.rate_series.iter().map(|r| r.mode.as_str()).collect();
+    assert!(modes.contains("Important") && modes.contains("Controlled"), "{modes:?}");
+    // the same run with class 1:1 important flips the roles
+    let flip = run2("1:1");
+    let (a2, b2) = (mbps(&flip, "sa"), mbps(&flip, "sb"));
+    eprintln!("cbq_class 1:1: {a2:.2} vs {b2:.2} Mbit/s");
+    assert!(a2 > 2.0 * b2, "{a2} vs {b2}");
+}

@@ -806,4 +806,7 @@ impl Qdisc for Cbq {
         self.c.parent = parent;
         self.cl[0].id = ClassId::new(handle.major(), 0);
     }
+    fn leaf_class(&self, pkt: &Pkt) -> Option<ClassId> {
+        Some(self.cl[self.classify(pkt)].id)
+    }
 }

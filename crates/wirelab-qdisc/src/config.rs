@@ -1227,6 +1227,52 @@ mod test {
     }
 
     #[test]
+    fn leaf_class_reports_the_enqueue_classification() {
+        // a TCP header from 10.0.0.2 to 10.0.0.9:5001 (dport at IPv4 offset 22)
+        let mut d = vec![0u8; 40];
+        d[0] = 0x45;
+        d[9] = 6;
+        d[12..16].copy_from_slice(&[10, 0, 0, 2]);
+        d[16..20].copy_from_slice(&[10, 0, 0, 9]);
+        d[22..24].copy_from_slice(&5001u16.to_be_bytes());
+        let pkt = |port: u16| {
+            let mut d = d.clone();
+            d[22..24].copy_from_slice(&port.to_be_bytes());
+            wirelab_core::Pkt::new(d)
+        };
+        let filt = "filter add dev x parent 1: protocol ip prio 1 u32 match ip dport 5001 0xffff flowid 1:2\n\
+                    filter add dev x parent 1: protocol ip prio 2 u32 match ip protocol 6 0xff flowid 1:1";
+        let cbq = TcConfig::parse(&format!(
+            "qdisc add root handle 1: cbq bandwidth 10mbit avpkt 1000\n\
+             class add parent 1: classid 1:1 cbq rate 500kbit allot 1514 avpkt 1000 bounded\n\
+             class add parent 1: classid 1:2 cbq rate 10mbit allot 1514 avpkt 1000\n{filt}"
+        ))
+        .unwrap()
+        .build(1, "x")
+        .unwrap();
+        assert_eq!(cbq.leaf_class(&pkt(5001)), Some(ClassId::new(1, 2)));
+        assert_eq!(cbq.leaf_class(&pkt(5002)), Some(ClassId::new(1, 1)));
+        let htb = TcConfig::parse(&format!(
+            "qdisc add root handle 1: htb\n\
+             class add parent 1: classid 1:1 htb rate 500kbit\n\
+             class add parent 1: classid 1:2 htb rate 10mbit\n{filt}"
+        ))
+        .unwrap()
+        .build(1, "x")
+        .unwrap();
+        assert_eq!(htb.leaf_class(&pkt(5001)), Some(ClassId::new(1, 2)));
+        assert_eq!(htb.leaf_class(&pkt(5002)), Some(ClassId::new(1, 1)));
+        let mut udp = pkt(5001);
+        udp.data[9] = 17;
+        udp.data[22] = 0;
+        assert_eq!(htb.leaf_class(&udp), None, "unclassified, no default: HTB's direct queue");
+        let prio = TcConfig::parse(&format!("qdisc add root handle 1: prio\n{filt}")).unwrap().build(1, "x").unwrap();
+        assert_eq!(prio.leaf_class(&pkt(5001)), Some(ClassId::new(1, 2)));
+        let sfq = TcConfig::parse("root sfq").unwrap().build(1, "x").unwrap();
+        assert_eq!(sfq.leaf_class(&pkt(5001)), None, "classless");
+    }
+
+    #[test]
     fn orphans_are_errors() {
         let c = TcConfig::parse("root sfq\nclass add parent 1: classid 1:1 htb rate 1mbit").unwrap();
         assert!(c.build(1, "x").is_err());

@@ -525,4 +525,10 @@ impl Qdisc for Htb {
         self.c.handle = handle;
         self.c.parent = parent;
     }
+    fn leaf_class(&self, pkt: &Pkt) -> Option<ClassId> {
+        match self.classify(pkt) {
+            Target::Class(i) => Some(self.classes[i].p.classid),
+            Target::Direct => None,
+        }
+    }
 }

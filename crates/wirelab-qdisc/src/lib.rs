@@ -253,6 +253,14 @@ pub trait Qdisc: Send {
     }
     /// Sets the handle and parent reported in stats (used by [`TcConfig::build`]).
     fn set_ids(&mut self, handle: ClassId, parent: ClassId);
+    /// The leaf class this qdisc would put `pkt` in, without enqueuing it (the classify
+    /// step of `enqueue`: `cbq_classify()`, `htb_classify()`, `prio_classify()`); `None`
+    /// for classless qdiscs and for HTB's direct queue. Used to bind a socket to its
+    /// class, as seed 003's `sch_cbq.c` lookup by socket does.
+    fn leaf_class(&self, pkt: &Pkt) -> Option<ClassId> {
+        let _ = pkt;
+        None
+    }
 }
 
 /// Counters every qdisc keeps (`struct gnet_stats_basic` + `gnet_stats_queue` minus qlen).

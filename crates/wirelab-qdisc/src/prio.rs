@@ -211,4 +211,8 @@ impl Qdisc for Prio {
         self.c.handle = handle;
         self.c.parent = parent;
     }
+    fn leaf_class(&self, pkt: &Pkt) -> Option<ClassId> {
+        // band b is class major:(b + 1)
+        Some(ClassId::new(self.c.handle.major(), self.classify(pkt) as u16 + 1))
+    }
 }

@@ -569,6 +569,43 @@ impl Sim {
         }
     }
 
+    /// Installs rate controllers on the sockets of node `n` that wait for their qdisc
+    /// class (`net.ipv4.cbq_class` set): the class is the leaf the egress qdisc towards
+    /// the peer puts the connection's outgoing packets in (seed 003 §5.4 associates
+    /// "socket numbers to CBQ class identifiers" with the classify functions).
+    fn bind_rate_classes(&mut self, n: NodeId) {
+        let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() else { return };
+        if stack.rate_class_pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut stack.rate_class_pending);
+        for s in pending {
+            let Some((local, remote)) = self.nodes[n as usize].stack.as_deref().and_then(|st| st.tcp().addrs(s)) else { continue };
+            let class = self.egress_class(n, wirelab_wire::ip_proto::TCP, local, remote);
+            if let Some(st) = self.nodes[n as usize].stack.as_deref_mut() {
+                st.install_rate(s, class);
+            }
+        }
+    }
+
+    /// The leaf class node `n`'s egress qdisc would put a `proto` packet from `local` to
+    /// `remote` in (`Qdisc::leaf_class` on a 40-byte header; `None` if classless or no
+    /// route). Not on the packet path.
+    pub(crate) fn egress_class(&self, n: NodeId, proto: u8, local: std::net::SocketAddrV4, remote: std::net::SocketAddrV4) -> Option<u32> {
+        let node = &self.nodes[n as usize];
+        let hop = node.routes.lookup(*remote.ip())?;
+        let mut d = vec![0u8; 40];
+        Ipv4Repr { src: *local.ip(), dst: *remote.ip(), protocol: proto, payload_len: 20, ttl: 64, tos: 0, ident: 0, dont_frag: true }.emit(&mut d);
+        d[20..22].copy_from_slice(&local.port().to_be_bytes());
+        d[22..24].copy_from_slice(&remote.port().to_be_bytes());
+        if proto == wirelab_wire::ip_proto::TCP {
+            d[32] = 5 << 4; // data offset
+            d[33] = 0x10; // ACK
+        }
+        let pkt = Pkt::new(d);
+        node.ifaces[hop.iface as usize].qdisc.leaf_class(&pkt).map(|c| c.0)
+    }
+
     /// Source address for traffic from `n` to `dst` (the outgoing interface's address).
     fn source_addr(&self, n: NodeId, dst: Ipv4Addr) -> Option<Ipv4Addr> {
         let node = &self.nodes[n as usize];
@@ -613,6 +650,7 @@ impl Sim {
     fn service_stack(&mut self, n: NodeId) {
         let now = self.now;
         loop {
+            self.bind_rate_classes(n);
             loop {
                 let mut buf = self.pool.pop().unwrap_or_default();
                 buf.clear();
@@ -902,6 +940,16 @@ impl Sim {
                     let node = &mut self.nodes[n as usize];
                     if let Some(st) = node.stack.as_deref_mut() {
                         let cfg = st.rate.clone().unwrap_or_default();
+                        if cfg.cbq_class.is_some() && !st.udp_rate.contains_key(&dport) {
+                            // bind the socket to the class of its replies (§5.4)
+                            let (l, r) = (std::net::SocketAddrV4::new(dst, dport), std::net::SocketAddrV4::new(src, u.src_port()));
+                            let class = self.egress_class(n, wirelab_wire::ip_proto::UDP, l, r);
+                            if let Some(st) = self.nodes[n as usize].stack.as_deref_mut() {
+                                st.udp_rate.insert(dport, wirelab_ratectl::UdpRatePolicy::new(&cfg).with_class(&cfg, class));
+                            }
+                        }
+                        let node = &mut self.nodes[n as usize];
+                        let Some(st) = node.stack.as_deref_mut() else { return };
                         let pol = st.udp_rate.entry(dport).or_insert_with(|| wirelab_ratectl::UdpRatePolicy::new(&cfg));
                         match pol.on_datagram(now, pkt.len()) {
                             wirelab_ratectl::UdpVerdict::Deliver => {}

@@ -38,6 +38,8 @@ pub struct HostStack {
     pub rate_probes: Vec<(wirelab_tcp::SocketId, wirelab_ratectl::RateProbe)>,
     /// UDP rate policies by local port.
     pub udp_rate: std::collections::BTreeMap<u16, wirelab_ratectl::UdpRatePolicy>,
+    /// Rate-controlled sockets waiting for their qdisc class (`net.ipv4.cbq_class` set).
+    pub(crate) rate_class_pending: Vec<wirelab_tcp::SocketId>,
 }
 
 impl HostStack {
@@ -46,7 +48,7 @@ impl HostStack {
             None => Engines::Plain { tcp, sctp },
             Some(cfg) => Engines::Shim(Box::new(wirelab_shim::ShimStack::new(cfg, tcp, sctp))),
         };
-        HostStack { engines, tcp_owner: Vec::new(), sctp_owner: Vec::new(), scheduled: None, rate: None, rate_probes: Vec::new(), udp_rate: Default::default() }
+        HostStack { engines, tcp_owner: Vec::new(), sctp_owner: Vec::new(), scheduled: None, rate: None, rate_probes: Vec::new(), udp_rate: Default::default(), rate_class_pending: Vec::new() }
     }
 
     fn set(v: &mut Vec<u32>, id: u32, app: u32) {
@@ -80,15 +82,34 @@ impl HostStack {
                 return;
             }
             if self.tcp().state(s).is_some_and(|st| st != wirelab_tcp::TcpState::Listen) && !self.rate_probes.iter().any(|(x, _)| *x == s) {
-                let ctl = wirelab_ratectl::TcpRateController::new(&cfg);
-                let probe = ctl.probe();
                 if let Some(m) = cfg.mss {
                     let _ = self.tcp_mut().set_option(s, wirelab_tcp::SockOpt::MaxSeg(m));
                 }
-                if self.tcp_mut().set_rcv_window_policy(s, Some(Box::new(ctl))).is_ok() {
-                    self.rate_probes.push((s, probe));
+                if cfg.cbq_class.is_some() {
+                    // the simulator asks the egress qdisc for the socket's class first
+                    // (Simulator::bind_rate_classes), then calls install_rate
+                    if !self.rate_class_pending.contains(&s) {
+                        self.rate_class_pending.push(s);
+                    }
+                } else {
+                    self.install_rate(s, None);
                 }
             }
+        }
+    }
+
+    /// Installs the rate controller on connected socket `s`, bound to qdisc class `class`
+    /// (the leaf its outgoing packets are classified into; `None` if unknown or classless).
+    /// A stream in the `cbq_class` class is "important" and never throttled (seed 003 §5.4).
+    pub(crate) fn install_rate(&mut self, s: wirelab_tcp::SocketId, class: Option<u32>) {
+        let Some(cfg) = self.rate.as_ref() else { return };
+        if self.rate_probes.iter().any(|(x, _)| *x == s) {
+            return;
+        }
+        let ctl = wirelab_ratectl::TcpRateController::new(cfg).with_class(class);
+        let probe = ctl.probe();
+        if self.tcp_mut().set_rcv_window_policy(s, Some(Box::new(ctl))).is_ok() {
+            self.rate_probes.push((s, probe));
         }
     }
     /// Marks SCTP socket `s` as owned by application `app`.
