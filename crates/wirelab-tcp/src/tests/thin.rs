@@ -610,3 +610,33 @@ fn rack_tlp_probe_after_two_srtt_plus_two_jiffies_then_rack_repairs() {
     assert!(at >= ms(290) && at <= ms(310), "{at:?}");
     assert_eq!((info.tlp_probes, info.rto_count), (1, 0));
 }
+
+/// Regression (found by the thin-stream study): a fast retransmission of the head sent
+/// shortly before the head's original RTO would expire restarts the RTO
+/// (`tcp_xmit_retransmit_queue()` → `tcp_rearm_rto()`), so the old timer does not
+/// retransmit the in-flight repair again. Thin writes every 60 ms on a 100-ms RTT: the
+/// third dupACK arrives 280 ms after the lost head, just under its ≈ 300-ms RTO.
+#[test]
+fn fast_retransmit_near_rto_expiry_restarts_the_timer() {
+    let (mut p, c, _s) = thin_pair(cfg314(&[("net.ipv4.tcp_early_retrans", "0")]), 47);
+    leave_initial_ss(&mut p, c);
+    let rto = Duration::from_micros(p.a.info(c).unwrap().rto_us as u64);
+    assert!(rto > ms(250) && rto < ms(350), "settled RTO {rto:?}");
+    p.capture = Some(Vec::new());
+    p.ab.drop_next_data = 1;
+    let t0 = p.now;
+    for _ in 0..4 {
+        p.a.send(p.now, c, &[7u8; 100]).unwrap();
+        p.run_for(ms(60));
+    }
+    p.run_for(Duration::from_secs(2));
+    let info = p.a.info(c).unwrap();
+    let cap = p.capture.take().unwrap();
+    let head = a_data(&cap)[0].1;
+    let rtx: Vec<Instant> = a_data(&cap).iter().skip(1).filter(|x| x.1 == head).map(|x| x.0).collect();
+    assert_eq!(rtx.len(), 1, "the head is retransmitted once (by fast retransmit), not again by the old RTO: {:?}", rtx.iter().map(|t| t.saturating_since(t0)).collect::<Vec<_>>());
+    let at = rtx[0].saturating_since(t0);
+    assert!(at > ms(250) && at < rto, "fast retransmit at {at:?}, before the RTO {rto:?}");
+    assert_eq!(info.rto_count, 0);
+    assert_eq!(info.total_retrans, 1);
+}
