@@ -153,3 +153,26 @@ port = 5001
     assert bulk["cwnd"].max() > 10 and (bulk["srtt_ms"].iloc[-1] >= 20)
     flows = r.flows.set_index("name")
     assert flows.loc["sink", "rx_bytes"] > 2_000_000 and flows.loc["bulk", "proto"] == "tcp"
+
+
+def test_shim_matches_table(tmp_path):
+    """A shim client's connect and the server's dual listen appear with the rule that decided them."""
+    sc = {
+        "scenario": {"name": "shim", "duration": "5s"},
+        "node": [
+            {"name": "c", "shim": ["remote disable 10.9.0.0/16", "remote enable any"]},
+            {"name": "s", "shim": ["local enable any"]},
+        ],
+        "link": [{"a": {"node": "c"}, "b": {"node": "s"}, "netem": "rate 10mbit delay 5ms"}],
+        "app": [
+            {"name": "get", "kind": "tcp-file", "node": "c", "dst": "s:21", "bytes": 20000},
+            {"name": "ftpd", "kind": "tcp-sink", "node": "s", "port": 21},
+        ],
+    }
+    r = wirelab.run(sc, out=tmp_path / "o")
+    m = r.shim_matches.set_index("app")
+    assert m.loc["get", "rule"] == "#1 remote enable any"
+    assert m.loc["get", "transport"] == "sctp"
+    assert m.loc["ftpd", "chain"] == "local" and m.loc["ftpd", "transport"] == "tcp+sctp"
+    out = subprocess.run([sys.executable, "-m", "wirelab", "shim-matches", str(tmp_path / "o")], capture_output=True, text=True)
+    assert out.returncode == 0 and "#1 remote enable any" in out.stdout, out.stderr

@@ -85,6 +85,12 @@ class Result:
         return self._csv("tcp_rate_timeseries.csv")
 
     @cached_property
+    def shim_matches(self) -> pd.DataFrame:
+        """TCP-to-SCTP shim rule decisions: which rule matched which connection (chain,
+        address, ``#i rule`` or ``default``, policy) and the transport it ended up on."""
+        return self._csv("shim_matches.csv")
+
+    @cached_property
     def queue_probe(self) -> pd.DataFrame:
         """Per-packet enqueue/dequeue/drop records of probed queues."""
         return self._csv("queue_probe.csv")
@@ -98,7 +104,8 @@ class Result:
         """Writes every table as Parquet beside its CSV (needs ``pyarrow``)."""
         written = []
         for name in ["flows", "queues", "links", "flow_timeseries", "queue_timeseries", "queue_probe",
-                     "tcp_timeseries", "sctp_timeseries", "sctp_path_timeseries", "tcp_rate_timeseries"]:
+                     "tcp_timeseries", "sctp_timeseries", "sctp_path_timeseries", "tcp_rate_timeseries",
+                     "shim_matches"]:
             df = getattr(self, name)
             if len(df.columns):
                 p = self.out_dir / f"{name}.parquet"

@@ -53,6 +53,12 @@ enum Cmd {
     /// Analyse a TCP capture (wirelab's or tcpdump's): ACK latency, retransmissions,
     /// loss, goodput per interval, Jain's index (docs/analyze.md).
     Analyze(wirelab_analyze::AnalyzeArgs),
+    /// Show which shim rule matched which connection in a finished run (its
+    /// shim_matches.csv) and the transport each ended up on (docs/shim.md).
+    ShimMatches {
+        /// Output directory of `wirelab run`.
+        results: PathBuf,
+    },
     /// Run the dumbbell benchmark and print events/s, simulated/wall ratio, packets/s.
     Bench {
         /// Numbers of sender/receiver pairs.
@@ -97,6 +103,16 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         },
         Cmd::Analyze(a) => match wirelab_analyze::run(&a) {
             Ok(()) => 0,
+            Err(e) => {
+                eprintln!("error: {e}");
+                2
+            }
+        },
+        Cmd::ShimMatches { results } => match output::shim_matches_table(&results) {
+            Ok(t) => {
+                print!("{t}");
+                0
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 2

@@ -43,6 +43,9 @@ pub fn write_all(out: &Path, sc: &Scenario, r: &RunResults, wall_seconds: f64, c
     if !r.probe.is_empty() {
         files.push("queue_probe.csv".into());
     }
+    if !r.shim_matches.is_empty() {
+        files.push("shim_matches.csv".into());
+    }
     let file_name = Path::new(&sc.file).file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
     let s = Summary {
         wirelab_version: env!("CARGO_PKG_VERSION"),
@@ -78,6 +81,9 @@ pub fn write_all(out: &Path, sc: &Scenario, r: &RunResults, wall_seconds: f64, c
     if !r.rate_series.is_empty() {
         table(out, "tcp_rate_timeseries.csv", &r.rate_series)?;
     }
+    if !r.shim_matches.is_empty() {
+        table(out, "shim_matches.csv", &r.shim_matches)?;
+    }
     if !r.probe.is_empty() {
         let mut w = csv(out, "queue_probe.csv", "time_ns,dev,event,pkt_id,len,qlen,backlog,sojourn_ns,src,dst,proto,sport,dport")?;
         for p in &r.probe {
@@ -112,4 +118,29 @@ fn csv(out: &Path, name: &str, header: &str) -> std::io::Result<BufWriter<File>>
     let mut w = BufWriter::new(File::create(out.join(name))?);
     writeln!(w, "{header}")?;
     Ok(w)
+}
+
+/// `wirelab shim-matches DIR`: the run's shim rule decisions as an aligned text table.
+pub fn shim_matches_table(results: &Path) -> Result<String, String> {
+    let path = results.join("shim_matches.csv");
+    if !path.exists() {
+        let why = if results.join("summary.json").exists() { "no node of this run has a shim" } else { "not a wirelab output directory" };
+        return Err(format!("{}: no shim_matches.csv ({why})", results.display()));
+    }
+    let mut rd = csv::Reader::from_path(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let header: Vec<String> = rd.headers().map_err(|e| format!("{}: {e}", path.display()))?.iter().map(String::from).collect();
+    let mut rows = vec![header];
+    for rec in rd.records() {
+        let rec = rec.map_err(|e| format!("{}: {e}", path.display()))?;
+        rows.push(rec.iter().map(String::from).collect());
+    }
+    let ncol = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width: Vec<usize> = (0..ncol).map(|c| rows.iter().filter_map(|r| r.get(c)).map(|x| x.chars().count()).max().unwrap_or(0)).collect();
+    let mut s = String::new();
+    for r in &rows {
+        let line: Vec<String> = r.iter().enumerate().map(|(c, x)| format!("{x:<w$}", w = width[c])).collect();
+        s.push_str(line.join("  ").trim_end());
+        s.push('\n');
+    }
+    Ok(s)
 }

@@ -82,6 +82,11 @@ fn shim_client_falls_back_to_tcp_when_the_server_has_no_shim() {
     assert!(tcp > 300, "the transfer ran over TCP");
     assert!((1..=4).contains(&sctp), "INIT and ABORT only: {sctp}");
     assert_eq!(r.flows.iter().find(|f| f.name == "scp").unwrap().proto, "tcp");
+    // the match log: the client's remote rule enabled SCTP, the ABORT made it fall back
+    let m: Vec<_> = r.shim_matches.iter().filter(|m| m.node == "c").collect();
+    assert_eq!(m.len(), 1, "{:?}", r.shim_matches);
+    assert_eq!((m[0].chain, m[0].rule.as_str(), m[0].policy, m[0].transport, m[0].fallback.as_str()), ("remote", "#0 remote enable any", "enable", "tcp", "abort"));
+    assert_eq!(m[0].app, "scp");
 }
 
 #[test]
@@ -90,6 +95,59 @@ fn remote_rules_decide_per_destination() {
     let (r, (tcp, sctp)) = run(off, SHIM, "rules");
     check_done(&r);
     assert!(tcp > 300 && sctp == 0, "first match (disable) wins: {tcp} TCP, {sctp} SCTP");
+    let rows: Vec<_> = r.shim_matches.iter().map(|m| (m.node.as_str(), m.chain, m.rule.as_str(), m.policy, m.transport)).collect();
+    assert_eq!(
+        rows,
+        [("c", "remote", "#0 remote disable 10.128.1.0/24", "disable", "tcp"), ("s", "local", "#0 local enable any", "enable", "tcp+sctp")],
+        "the client's first rule decided its connect; the server listens on both"
+    );
+}
+
+/// `wirelab run` writes shim_matches.csv and `wirelab shim-matches DIR` prints it.
+#[test]
+fn shim_matches_command_shows_which_rule_matched() {
+    let dir = common::tmp("shim", "matches-cmd");
+    let scen = dir.join("s.toml");
+    let text = r#"[scenario]
+name = "shim-matches"
+duration = "10s"
+[[node]]
+name = "c"
+shim = ["remote disable 10.9.0.0/16", "remote enable any port 20-22"]
+[[node]]
+name = "s"
+shim = ["local enable any"]
+[[link]]
+a = { node = "c" }
+b = { node = "s" }
+netem = "rate 10mbit delay 5ms"
+[[app]]
+name = "scp"
+kind = "tcp-file"
+node = "c"
+dst = "s:22"
+bytes = 50000
+[[app]]
+name = "sshd"
+kind = "tcp-sink"
+node = "s"
+port = 22
+"#;
+    std::fs::write(&scen, text).unwrap();
+    let out = dir.join("out");
+    let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let code = wirelab_cli::main_with_args(args(&["wirelab", "run", scen.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q"]));
+    assert_eq!(code, 0);
+    let t = wirelab_cli::output::shim_matches_table(&out).unwrap();
+    eprintln!("{t}");
+    let lines: Vec<&str> = t.lines().collect();
+    assert!(lines[0].starts_with("time_s") && lines[0].contains("rule") && lines[0].contains("transport"), "{t}");
+    assert!(lines.iter().any(|l| l.contains("scp") && l.contains("#1 remote enable port 20-22") && l.contains("sctp")), "{t}");
+    assert!(lines.iter().any(|l| l.contains("sshd") && l.contains("local") && l.contains("tcp+sctp")), "{t}");
+    assert_eq!(wirelab_cli::main_with_args(args(&["wirelab", "shim-matches", out.to_str().unwrap()])), 0);
+    // a run without a shim, and a directory that is no output, are clear errors
+    let e = wirelab_cli::output::shim_matches_table(&dir).unwrap_err();
+    assert!(e.contains("not a wirelab output directory"), "{e}");
 }
 
 /// Two 10 Mbit/s paths between client and server; the primary fails at 2 s.

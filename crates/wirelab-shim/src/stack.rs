@@ -121,6 +121,11 @@ pub struct MatchRecord {
     pub addr: SocketAddrV4,
     /// The decision.
     pub matched: RuleMatch,
+    /// Transport a connecting socket ended up on (kept after the socket is gone);
+    /// `None` for listeners and while undecided.
+    pub transport: Option<Transport>,
+    /// Why it fell back from SCTP to TCP, if it did.
+    pub fallback: Option<FallbackReason>,
 }
 
 /// What [`ShimStack::info`] reports about a socket.
@@ -337,6 +342,13 @@ impl ShimStack {
     pub fn matches(&self) -> &[MatchRecord] {
         &self.matches
     }
+    /// Records a connecting socket's outcome in its (latest) match-log entry.
+    fn note_outcome(&mut self, idx: u32, t: Transport, fallback: Option<FallbackReason>) {
+        if let Some(m) = self.matches.iter_mut().rev().find(|m| m.socket.0 == idx) {
+            m.transport = Some(t);
+            m.fallback = fallback;
+        }
+    }
     /// The match log as a text table (`time socket chain addr rule policy`).
     pub fn matches_table(&self) -> String {
         let mut s = String::from("time_s      socket   chain  addr                   rule                                     policy\n");
@@ -507,7 +519,7 @@ impl ShimStack {
             bump(&mut self.adv_listen_ports, port);
         }
         self.slots.push(Slot::Listener(ListenerSock { port, tcp, sctp, tokens: VecDeque::new() }, m));
-        self.matches.push(MatchRecord { at: self.now, socket: ShimSocketId(idx), addr: key, matched: m });
+        self.matches.push(MatchRecord { at: self.now, socket: ShimSocketId(idx), addr: key, matched: m, transport: None, fallback: None });
         Ok(ShimSocketId(idx))
     }
 
@@ -582,8 +594,9 @@ impl ShimStack {
             c.tcp = Some(t);
             c.transport = Some(Transport::Tcp);
         }
+        let transport = c.transport;
         self.slots.push(Slot::Conn(Box::new(c), m));
-        self.matches.push(MatchRecord { at: now, socket: ShimSocketId(idx), addr: remote, matched: m });
+        self.matches.push(MatchRecord { at: now, socket: ShimSocketId(idx), addr: remote, matched: m, transport, fallback: None });
         self.drain(now);
         Ok(ShimSocketId(idx))
     }
@@ -1123,6 +1136,8 @@ impl ShimStack {
         let c = self.conn_any(idx).expect("checked above");
         c.fallback = Some(why);
         c.transport = Some(Transport::Tcp);
+        self.note_outcome(idx, Transport::Tcp, Some(why));
+        let c = self.conn_any(idx).expect("checked above");
         let local = c.local_ips.first().copied().unwrap_or(Ipv4Addr::UNSPECIFIED);
         let remote = SocketAddrV4::new(c.remote_ips.first().copied().unwrap_or(Ipv4Addr::UNSPECIFIED), c.remote_port);
         match self.tcp.connect(now, local, remote) {
@@ -1225,6 +1240,9 @@ impl ShimStack {
             Some(Slot::Conn(c, _)) => match ev {
                 SockEvent::Connected if c.transport.is_none() => {
                     c.transport = Some(Transport::Sctp);
+                    if let Some(m) = self.matches.iter_mut().rev().find(|m| m.socket.0 == idx) {
+                        m.transport = Some(Transport::Sctp);
+                    }
                     c.connected = true;
                     if let Some(d) = c.deadline.take() {
                         self.deadlines.remove(&(d, idx));

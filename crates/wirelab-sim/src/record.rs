@@ -349,6 +349,33 @@ pub struct RateSample {
     pub mode: String,
 }
 
+/// One decision of a node's TCP-to-SCTP shim rule table (seed 005): which rule decided
+/// which socket, and the transport the socket ended up on.
+#[derive(Clone, Debug, Serialize)]
+pub struct ShimMatchRow {
+    /// Time of the decision (s).
+    pub time_s: f64,
+    /// Node.
+    pub node: String,
+    /// Application owning the socket (empty if none).
+    pub app: String,
+    /// Shim socket number on the node.
+    pub socket: u32,
+    /// Chain consulted: `local` (listeners) or `remote` (connecting sockets).
+    pub chain: &'static str,
+    /// Address looked up (`addr:port`): bound address for `local`, peer for `remote`.
+    pub addr: String,
+    /// `#i <rule text>` of the first matching rule, or `default`.
+    pub rule: String,
+    /// Resulting policy: `enable` or `disable`.
+    pub policy: &'static str,
+    /// Transport at the end of the run: `sctp`, `tcp`, `tcp+sctp` (a listener with the
+    /// shim enabled listens on both) or empty while undecided.
+    pub transport: &'static str,
+    /// Why an SCTP-first connect fell back to TCP (`abort`, `icmp`, `timer`), if it did.
+    pub fallback: String,
+}
+
 /// Collects everything a run records.
 #[derive(Default)]
 pub struct Recorder {

@@ -121,6 +121,9 @@ pub struct RunResults {
     /// Receiver-side rate control time series (`tcp_rate` rows per sample).
     #[serde(skip)]
     pub rate_series: Vec<RateSample>,
+    /// Shim rule decisions (`shim_matches.csv`): which rule matched which connection.
+    #[serde(skip)]
+    pub shim_matches: Vec<crate::record::ShimMatchRow>,
 }
 
 impl Sim {
@@ -178,6 +181,7 @@ impl Sim {
             })
             .collect();
         let nodes = self.nodes.iter().map(|n| NodeSummary { node: n.name.clone(), counters: n.counters }).collect();
+        let shim_matches = self.shim_match_rows();
         Ok(RunResults {
             seed: self.seed,
             sim_seconds: self.now.as_secs_f64(),
@@ -195,6 +199,51 @@ impl Sim {
             sctp_series: std::mem::take(&mut self.rec.sctp_series),
             sctp_path_series: std::mem::take(&mut self.rec.path_series),
             rate_series: std::mem::take(&mut self.rec.rate_series),
+            shim_matches,
         })
+    }
+
+    /// Every shim node's rule-match log, in node order then decision order.
+    fn shim_match_rows(&self) -> Vec<crate::record::ShimMatchRow> {
+        use wirelab_shim::{FallbackReason, Policy, Transport};
+        let mut rows = Vec::new();
+        for n in &self.nodes {
+            let Some(st) = n.stack.as_deref() else { continue };
+            let Some(sh) = st.shim() else { continue };
+            for m in sh.matches() {
+                let rule = match m.matched.rule {
+                    Some(i) => sh.config().rules.chain(m.matched.chain).get(i).map_or_else(|| format!("#{i}"), |r| format!("#{i} {r}")),
+                    None => "default".to_string(),
+                };
+                let listener = m.matched.chain == wirelab_shim::Chain::Local;
+                let transport = match (listener, m.transport) {
+                    (true, _) if m.matched.policy == Policy::Enable => "tcp+sctp",
+                    (true, _) => "tcp",
+                    (false, Some(Transport::Sctp)) => "sctp",
+                    (false, Some(Transport::Tcp)) => "tcp",
+                    (false, None) => "",
+                };
+                let fallback = match m.fallback {
+                    Some(FallbackReason::Abort) => "abort",
+                    Some(FallbackReason::IcmpUnreachable) => "icmp",
+                    Some(FallbackReason::Timer) => "timer",
+                    None => "",
+                };
+                let app = st.tcp_owner(wirelab_tcp::SocketId(m.socket.0)).and_then(|a| self.apps.get(a as usize)).map(|a| a.name.clone()).unwrap_or_default();
+                rows.push(crate::record::ShimMatchRow {
+                    time_s: m.at.as_secs_f64(),
+                    node: n.name.clone(),
+                    app,
+                    socket: m.socket.0,
+                    chain: m.matched.chain.name(),
+                    addr: m.addr.to_string(),
+                    rule,
+                    policy: m.matched.policy.name(),
+                    transport,
+                    fallback: fallback.to_string(),
+                });
+            }
+        }
+        rows
     }
 }
