@@ -874,7 +874,8 @@ pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &Analyze
     let mut means = Vec::new();
     for (c, (g, mut lat, data, retx)) in opts.classes.iter().zip(by_class) {
         lat.sort_unstable();
-        let sum: f64 = g.iter().sum();
+        // fold from +0.0: `Sum for f64` starts at -0.0, so an empty class would print `-0`
+        let sum: f64 = g.iter().fold(0.0, |a, x| a + x);
         let mean = if g.is_empty() { 0.0 } else { sum / g.len() as f64 };
         if !g.is_empty() {
             means.push(mean);

@@ -25,12 +25,14 @@ fn opt<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
     v.map(f).unwrap_or_default()
 }
 
+/// `x + 0.0` turns -0.0 into +0.0 (IEEE 754 round-to-nearest), so no table prints `-0`.
 fn f6(x: f64) -> String {
-    format!("{x:.6}")
+    format!("{:.6}", x + 0.0)
 }
 
+/// As [`f6`], without decimals.
 fn f0(x: f64) -> String {
-    format!("{x:.0}")
+    format!("{:.0}", x + 0.0)
 }
 
 impl Analysis {
@@ -344,5 +346,13 @@ mod test {
         assert_eq!(secs(-5), "-0.000000005");
         assert_eq!(millis(12_345_678), "12.345678");
         assert_eq!(millis(0), "0.000000");
+    }
+
+    #[test]
+    fn no_negative_zero() {
+        assert_eq!(f0(-0.0), "0");
+        assert_eq!(f6(-0.0), "0.000000");
+        assert_eq!(f0(-3.0), "-3", "a real negative value keeps its sign");
+        assert_eq!(f0(1234.4), "1234");
     }
 }

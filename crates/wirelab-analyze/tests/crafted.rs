@@ -245,6 +245,24 @@ fn crafted_agrees_with_tshark_and_writes_tables() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A class no flow falls into has zero goodput, written `0`, never `-0` (`Sum for f64`
+/// starts at -0.0).
+#[test]
+fn empty_class_prints_zero_not_negative_zero() {
+    let opts = AnalyzeOptions {
+        classes: vec![ClassRule::parse("thin=dport:5000-5100").unwrap(), ClassRule::parse("greedy=dport:6000-6999").unwrap()],
+        ..opts_100ms()
+    };
+    let a = analyze_bytes(&ethernet_pcap(&script()), None, &opts).unwrap();
+    assert_eq!((a.classes[0].flows, a.classes[1].flows), (1, 0));
+    assert!(a.classes[1].goodput_sum_bps.is_sign_positive());
+    let csv = a.classes_csv();
+    assert_eq!(csv.lines().nth(2).unwrap(), "greedy,0,0,0,,0.000000,,");
+    assert!(!csv.contains("-0"), "{csv}");
+    let json: serde_json::Value = serde_json::from_str(&a.summary_json()).unwrap();
+    assert_eq!(json["classes"][1]["goodput_sum_bps"].to_string(), "0.0");
+}
+
 fn write_tmp(name: &str, bytes: &[u8]) -> std::path::PathBuf {
     let p = std::env::temp_dir().join(format!("wirelab-analyze-{}-{name}", std::process::id()));
     std::fs::write(&p, bytes).unwrap();
