@@ -71,6 +71,11 @@ fn shim_on_both_ends_carries_an_unchanged_tcp_app_over_sctp() {
     assert_eq!(tcp, 0, "no TCP on the wire");
     assert_eq!(r.flows.iter().find(|f| f.name == "scp").unwrap().proto, "sctp", "flows.csv names the transport");
     assert!(sctp > 300);
+    // the TCP apps' SCTP associations are in sctp_timeseries, with the data they carried
+    let rows: Vec<_> = r.sctp_series.iter().filter(|x| x.flow == "scp").collect();
+    assert!(!rows.is_empty(), "shim-carried sockets are sampled");
+    assert!(rows.iter().any(|x| x.bytes_acked > 100_000 && x.cwnd > 0), "{:?}", rows.last());
+    assert!(r.tcp_series.iter().all(|x| x.flow != "scp"), "no TCP socket under the shim");
 }
 
 #[test]

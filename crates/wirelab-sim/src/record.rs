@@ -491,6 +491,9 @@ impl Recorder {
                 if let Some(i) = stack.s_info(s) {
                     let conn = stack.s_addrs(s).map(|(l, r)| format!("{l}->{r}")).unwrap_or_default();
                     self.tcp_series.push(TcpSample::new(now, &a.name, &node.name, s.0, conn, &i));
+                } else if let Some(i) = stack.s_sctp(s).and_then(|x| stack.sctp().info(x)) {
+                    // a TCP application whose shim carries it over SCTP
+                    self.push_sctp(now, &a.name, &node.name, s.0, &i);
                 }
             });
             a.sctp_sockets(&mut |s| {

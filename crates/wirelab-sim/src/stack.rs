@@ -332,6 +332,14 @@ impl HostStack {
     pub fn s_info(&self, s: TcpId) -> Option<wirelab_tcp::TcpInfo> {
         self.tcp_of(s).and_then(|t| self.tcp().info(t))
     }
+    /// The SCTP association under a stream socket that the shim carries over SCTP
+    /// (`None` on plain hosts and for TCP-carried sockets).
+    pub fn s_sctp(&self, s: TcpId) -> Option<wirelab_sctp::SocketId> {
+        match &self.engines {
+            Engines::Plain { .. } => None,
+            Engines::Shim(sh) => sh.info(ShimId(s.0)).filter(|i| i.transport == Some(wirelab_shim::Transport::Sctp)).and_then(|i| i.sctp),
+        }
+    }
     /// (local, remote) of a stream socket (when it runs over TCP).
     pub fn s_addrs(&self, s: TcpId) -> Option<(SocketAddrV4, SocketAddrV4)> {
         self.tcp_of(s).and_then(|t| self.tcp().addrs(t))
