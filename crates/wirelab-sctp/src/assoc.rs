@@ -285,6 +285,8 @@ pub(crate) struct Assoc {
     pub peer_rwnd: u32,
     fast_recovery: Option<Tsn>,
     want_writable: bool,
+    /// `msg_len` of the message a blocked writer waits to fit (`sctp_wait_for_sndbuf`).
+    blocked_len: u64,
     pub error_count: u32,
     adv_timer: Option<Instant>,
 
@@ -392,6 +394,7 @@ impl Assoc {
             peer_rwnd: 65535,
             fast_recovery: None,
             want_writable: false,
+            blocked_len: 0,
             error_count: 0,
             adv_timer: None,
             rx: VecDeque::new(),
@@ -1217,7 +1220,7 @@ impl Assoc {
         if freed && self.want_writable {
             self.autotune_sndbuf(cfg);
         }
-        if freed && self.want_writable && self.wspace() > 0 {
+        if freed && self.want_writable && self.wspace() >= self.blocked_len.max(1) as i64 {
             self.want_writable = false;
             self.events.push(SockEvent::Writable);
         }
@@ -1477,12 +1480,22 @@ impl Assoc {
         }
         let frag = cfg.frag_point();
         let n = data.len().div_ceil(frag);
-        let charge: u64 = (0..n).map(|k| cfg.chunk_truesize(frag.min(data.len() - k * frag))).sum();
-        if !cfg.send_overcommit && charge > self.sock.sndbuf {
+        let msg_len = data.len() as u64;
+        // sctp_sendmsg() before 4.17: "the sndbuf size per association bounds the maximum
+        // size of data that can be sent in a single send call" (payload, not truesize)
+        if !cfg.send_overcommit && msg_len > self.sock.sndbuf {
             return Err(SockError::MsgSize);
         }
-        let fits = if cfg.send_overcommit { self.wspace() > 0 } else { self.wspace() >= charge as i64 };
-        if !fits {
+        // The writer blocks only when no space is left (sctp_wspace() <= 0) and then waits
+        // in sctp_wait_for_sndbuf() until msg_len <= sctp_wspace(); the message is charged
+        // its truesize afterwards, so the buffer may be overcommitted by up to a message.
+        // Deviation: ≥ 4.17 would wait forever for a message larger than sk_sndbuf; the
+        // wait here is capped at sk_sndbuf.
+        let need = if self.want_writable { self.blocked_len.max(1) as i64 } else { 1 };
+        if self.wspace() < need {
+            if !self.want_writable {
+                self.blocked_len = msg_len.min(self.sock.sndbuf);
+            }
             self.want_writable = true;
             return Ok(0);
         }

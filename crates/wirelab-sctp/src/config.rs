@@ -149,8 +149,9 @@ pub struct SctpConfig {
     pub max_in_streams: u16,
     /// Buffer-charging model.
     pub truesize: TruesizeModel,
-    /// `sendmsg` accepts a message while any send space is left (Linux ≥ 4.17,
-    /// `sctp_sendmsg_to_asoc`); otherwise the whole message must fit (older kernels).
+    /// `sendmsg` takes messages larger than `sk_sndbuf` (Linux ≥ 4.17,
+    /// `sctp_sendmsg_to_asoc`); older kernels return EMSGSIZE when `msg_len > sk_sndbuf`.
+    /// Every version accepts a message while any send space is left.
     pub send_overcommit: bool,
     /// RFC 9260 §6.1 rule B bundling of a SACK into outgoing DATA to the same address.
     pub bundle_sack: bool,

@@ -622,17 +622,28 @@ fn sndbuf_full_blocks_then_writable() {
 }
 
 #[test]
-fn older_kernels_require_the_whole_message_to_fit() {
+fn older_kernels_bound_a_message_by_its_payload_and_block_only_when_full() {
     let c = SctpConfig::profile("linux-4.6").unwrap();
     let mut n = Net::new(c.clone(), c);
     n.listen(&[a("10.0.1.2")]);
     let s = n.connect(&[a("10.0.1.1")], &[a("10.0.1.2")]);
     n.run_for(Duration::from_millis(100));
-    assert_eq!(n.h[0].send(n.now, s, 0, &vec![0u8; 400_000], false), Err(SockError::MsgSize));
-    let k1 = n.h[0].send(n.now, s, 0, &vec![0u8; 100_000], false).unwrap();
-    assert_eq!(k1, 100_000);
-    assert_eq!(n.h[0].send(n.now, s, 0, &vec![0u8; 100_000], false).unwrap(), 0);
+    let sndbuf = n.info(s).sndbuf as usize;
+    // sctp_sendmsg(): EMSGSIZE when msg_len > sk_sndbuf
+    assert_eq!(n.h[0].send(n.now, s, 0, &vec![0u8; sndbuf + 1], false), Err(SockError::MsgSize));
+    // a payload just under sk_sndbuf is accepted although its truesize charge is larger
+    let m = sndbuf - 1000;
+    assert_eq!(n.h[0].send(n.now, s, 0, &vec![0u8; m], false).unwrap(), m);
+    let i = n.info(s);
+    assert!(i.sndbuf_used > i.sndbuf, "charged by truesize: {} > {}", i.sndbuf_used, i.sndbuf);
+    // no space left: the writer blocks (sctp_wait_for_sndbuf) until 10 000 B are free
+    assert_eq!(n.h[0].send(n.now, s, 0, &vec![0u8; 10_000], false).unwrap(), 0);
     assert_eq!(n.h[0].send(n.now, s, 99, b"x", false), Err(SockError::InvalidStream));
+    n.run_for(Duration::from_secs(2));
+    assert!(n.has_event(0, SockEvent::Writable).is_some());
+    let i = n.info(s);
+    assert!(i.sndbuf as i64 - i.sndbuf_used as i64 >= 10_000, "woken with room for the waiting message");
+    assert_eq!(n.h[0].send(n.now, s, 0, &vec![0u8; 10_000], false).unwrap(), 10_000);
 }
 
 // ------------------------------------------------------------------------------------
