@@ -21,7 +21,8 @@ is ttcp: ``tcp-bulk`` with 8 KB writes (ttcp's default buffer) and a byte count.
 Command line::
 
     python python/wirelab/repro/rate_control.py all --out DIR   # every experiment + figures
-    python python/wirelab/repro/rate_control.py EXP --out DIR   # eth4m, window, mss, t1, ppp, multi, t1multi, cbq
+    python python/wirelab/repro/rate_control.py EXP --out DIR   # eth4m, window, mss, t1, ppp, pppbuf,
+                                                                # multi, t1multi, cbq, reps, checks
     python python/wirelab/repro/rate_control.py gen --out scenarios/rate-control
 
 Needs the standard library, matplotlib for figures, tshark for the pcap excerpt and the
@@ -34,6 +35,7 @@ import argparse
 import csv
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -151,7 +153,7 @@ def ttcp(name: str, node: str, dst: str, nbytes: int | None = None, start: float
          **opts) -> dict:
     d = {"name": name, "kind": "tcp-bulk", "node": node, "dst": dst, "size": 8192}
     if nbytes:
-        d["bytes"] = str(nbytes)
+        d["bytes"] = nbytes  # an integer byte count (accepted since 6fd5b90)
     if start:
         d["start"] = f"{round(start * 1000)}ms"
     d.update(opts)
@@ -161,7 +163,7 @@ def ttcp(name: str, node: str, dst: str, nbytes: int | None = None, start: float
 def sink(name: str, node: str, port: int, mss: int = 0) -> dict:
     d = {"name": name, "kind": "tcp-sink", "node": node, "port": port}
     if mss:
-        d["mss"] = mss  # TCP_MAXSEG on the listener (see rate_mss in the report)
+        d["mss"] = mss  # TCP_MAXSEG on the listener (only the `checks` cross-check uses it)
     return d
 
 
@@ -210,11 +212,32 @@ def t1_path(name: str, desc: str, duration: float, rx_sysctl: dict, streams: int
     return sc
 
 
-def ppp(name: str, desc: str, duration: float, rx_sysctl: dict) -> Sc:
+# §6.8's "70 ms latency" read as a ping round trip (§6.5 measured latency with ping): a
+# default ping is an 84-byte IP packet (+ 8 B PPP framing) serialised once each way at
+# 38.8 kbit/s = 2 x 19.0 ms, which leaves 70 - 37.9 = 32 ms, i.e. 16 ms one way, for the
+# UART, the tty flip buffer and pppd. PPP_DELAY_NAIVE treats all 70 ms as propagation.
+PPP_PING_IP_BYTES = 84
+PPP_DELAY_PING = "16ms"
+PPP_DELAY_NAIVE = "35ms"
+# Linux 2.2's async PPP over a null-modem cable (no modem): ppp0's tx_queue_len = 10
+# (drivers/net/ppp.c, ppp_init_dev) feeds the serial driver's 4096-byte transmit buffer
+# (SERIAL_XMIT_SIZE, one page; the 16550A's 16-byte FIFO is negligible): 10 packets +
+# 4096 B ~ 10 + 2.7 full 1508-B frames. As one FIFO: pfifo limit 13 (plus the frame on
+# the wire, which the simulator's transmitter holds outside the qdisc).
+PPP_ERA_QDISC = "pfifo limit 13"
+
+
+def ppp(name: str, desc: str, duration: float, rx_sysctl: dict, delay: str = "1ms",
+        qdisc: str | None = None) -> Sc:
+    """dioxin → nox over a 38.8 kbit/s PPP line; ``qdisc`` on both ends (default
+    pfifo_fast with txqueuelen 1000)."""
     sc = Sc(name, desc, duration, sample="1s")
     sc.nodes = [("dioxin", "host", {}), ("nox", "host", rx_sysctl)]
-    sc.links = [("ppp", {"node": "dioxin"}, {"node": "nox"}, "rate 38800bit delay 1ms",
-                 {"l2_overhead": 8})]
+    a, b = {"node": "dioxin"}, {"node": "nox"}
+    if qdisc:
+        a["qdisc"] = qdisc
+        b["qdisc"] = qdisc
+    sc.links = [("ppp", a, b, f"rate 38800bit delay {delay}", {"l2_overhead": 8})]
     sc.apps = [sink("sink1", "nox", 5001), ttcp("ttcp1", "dioxin", "nox:5001", 512 * 1024)]
     return sc
 
@@ -223,12 +246,12 @@ def ppp(name: str, desc: str, duration: float, rx_sysctl: dict) -> Sc:
 # running and reading
 # ---------------------------------------------------------------------------------------
 
-def run(sc: Sc, out: Path) -> Path:
+def run(sc: Sc, out: Path, seed: int | None = None) -> Path:
     """Write ``sc`` to ``out/NAME/scenario.toml``, run it (cached by scenario text)."""
     d = out / sc.name
     d.mkdir(parents=True, exist_ok=True)
     toml = d / "scenario.toml"
-    text = sc.text()
+    text = sc.text() + (f"# run with --seed {seed}\n" if seed is not None else "")
     if toml.exists() and toml.read_text() == text and (d / "res" / "flows.csv").exists():
         return d / "res"
     toml.write_text(text)
@@ -237,6 +260,8 @@ def run(sc: Sc, out: Path) -> Path:
         shutil.rmtree(res)
     t0 = time.time()
     cmd = ["nice", "-n", "15", _bin(), "run", str(toml), "--out", str(res)]
+    if seed is not None:
+        cmd += ["--seed", str(seed)]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{sc.name}: wirelab failed ({p.returncode}):\n{p.stderr[-2000:]}")
@@ -461,10 +486,10 @@ def exp_mss(out: Path, img: Path, dur: float = 6.0, rtt: float = 0.3e-3) -> dict
         # segments carry m - 12 bytes, so the constant window is set to that payload.
         payload = m - 12 if m != 1448 else 1448
         mss_knob = m if m != 1448 else 0
-        # net.ipv4.rate_mss is set as the thesis did, but the simulator applies it too
-        # late on accepted sockets (report); TCP_MAXSEG on the sink's listener does it.
+        # net.ipv4.rate_mss alone, as the thesis set it "for every new connection": the
+        # listener carries it and the accepted socket advertises it in its SYN-ACK.
         r = run(ethernet(f"mss-{m}", f"§6.5: window = 1 MSS, MSS {m}", dur,
-                         rate_sysctl(fixed=payload, mss=mss_knob), sink_mss=mss_knob), out)
+                         rate_sysctl(fixed=payload, mss=mss_knob)), out)
         res["mss"].append(payload)
         res["mbps"].append(mean_rate(r, "sink1", 1, dur) / 1e6)
         # thesis: MSS bits / (latency + MSS bits / 10 Mbit/s)
@@ -573,6 +598,225 @@ def exp_ppp(out: Path, img: Path, dur: float = 150.0) -> dict:
     ax.legend(fontsize=7)
     _save(fig, img / "rate-ppp.png")
     plt.close(fig)
+    return res
+
+
+PPP_CONFIGS = {
+    # name: (one-way delay, qdisc on both ends or None = pfifo_fast txqueuelen 1000, label)
+    "base": ("1ms", None, "1 ms, txqueuelen 1000 (section 4)"),
+    "ping-era": (PPP_DELAY_PING, PPP_ERA_QDISC, "16 ms, era buffer (pfifo 13)"),
+    "ping-deep": (PPP_DELAY_PING, None, "16 ms, txqueuelen 1000"),
+    "naive-era": (PPP_DELAY_NAIVE, PPP_ERA_QDISC, "35 ms, era buffer (pfifo 13)"),
+}
+
+
+def ppp_floor_bps(delay_s: float) -> float:
+    """Stop-and-wait with one 1448-B segment on the PPP line: data frame + ACK frame +
+    the round-trip delay (frames: payload + 52 B IP/TCP with timestamps + 8 B framing)."""
+    tx_data = (MSS_ETH + 52 + 8) * 8 / PPP_RATE
+    tx_ack = (52 + 8) * 8 / PPP_RATE
+    return MSS_ETH * 8 / (tx_data + tx_ack + 2 * delay_s)
+
+
+def _ppp_metrics(r: Path) -> dict:
+    """Transfer, controller-window and meter behaviour of one PPP run."""
+    meter = [(float(x["time_s"]), float(x["rate_bps"]), int(x["window"]))
+             for x in rate_rows(r) if x["node"] == "nox" and x["conn"]]
+    t, rr = flow_series(r, "sink1")
+    act = [i for i, y in enumerate(rr) if y > 0]
+    t_end = t[act[-1]] if act else 0.0
+    # the window's last change, and its excursions from 1 MSS (a limit cycle)
+    last_change = next((meter[i][0] for i in range(len(meter) - 1, 0, -1)
+                        if meter[i][2] != meter[i - 1][2]), 0.0)
+    rises = [meter[i][0] for i in range(1, len(meter))
+             if meter[i - 1][2] == MSS_ETH and meter[i][2] > MSS_ETH]
+    cycling = last_change > t_end - 20 and len(rises) >= 2
+    period = (rises[-1] - rises[0]) / (len(rises) - 1) if len(rises) >= 2 else None
+    # the meter (3-s average): final value and the time from which it stays within 2 %
+    tail = sorted(v for tt, v, _ in meter if t_end - 20 <= tt <= t_end - 1)
+    fin = tail[len(tail) // 2] if tail else 0.0
+    within = None
+    act_m = [(tt, v) for tt, v, _ in meter if tt <= t_end - 1]
+    for i in range(len(act_m)):
+        if all(abs(v - fin) <= 0.02 * fin for _, v in act_m[i:]):
+            within = act_m[i][0]
+            break
+    second_half = [v for tt, v, _ in meter if t_end / 2 <= tt <= t_end - 1]
+    flows = {x["name"]: x for x in read_csv(r / "flows.csv")}
+    q = {x["dev"]: x for x in read_csv(r / "queues.csv")}
+    srtt = [float(x["srtt_ms"]) for x in read_csv(r / "tcp_timeseries.csv") if x["flow"] == "ttcp1"]
+    tx = [(float(x["time_s"]), float(x["tx_rate_bps"])) for x in read_csv(r / "flow_timeseries.csv")
+          if x["flow"] == "ttcp1"]
+    return {
+        "ttcp_kbps": round(transfer_rate(r, "sink1") / 1e3, 2),
+        "transfer_s": t_end - (t[act[0]] - 1 if act else 0.0),
+        "final_window": meter[-1][2] if meter else None,
+        "window_last_change_s": last_change,
+        "limit_cycle": cycling,
+        "cycle_period_s": round(period, 1) if cycling and period else None,
+        "meter_final_kbps": round(fin / 1e3, 2),
+        "meter_within_2pct_from_s": within,
+        "meter_second_half_kbps": [round(min(second_half) / 1e3, 1), round(max(second_half) / 1e3, 1)]
+        if second_half else None,
+        "retrans": int(flows["ttcp1"]["retrans"]),
+        "drops_dioxin": int(q["dioxin:eth0"]["drops"]),
+        "max_srtt_ms": round(max(srtt), 0) if srtt else None,
+        "ttcp_write_rate_first_s_kbps": round(tx[0][1] / 1e3, 1) if tx else None,
+    }
+
+
+def exp_pppbuf(out: Path, img: Path, dur: float = 200.0) -> dict:
+    """§6.8 fig 6.9 with the era's latency and buffering (no engine change): the PPP line
+    with a ping-calibrated one-way delay and Linux 2.2's ppp0 + serial-driver buffer."""
+    res: dict = {"floor_theory_kbps": {}, "runs": {}}
+    pcts = list(range(100, 20, -10))
+    keep: dict = {}
+    for cfg, (delay, qdisc, _label) in PPP_CONFIGS.items():
+        d_s = float(delay.rstrip("ms")) / 1e3
+        res["floor_theory_kbps"][cfg] = round(ppp_floor_bps(d_s) / 1e3, 2)
+        for pct in pcts:
+            tgt = PPP_RATE * pct / 100
+            r = run(ppp(f"pppbuf-{cfg}-{pct}",
+                        f"§6.8: ttcp over 38.8 kbit/s PPP, target {pct} %, delay {delay}, "
+                        f"qdisc {qdisc or 'pfifo_fast 1000'}", dur,
+                        rate_sysctl(f"{round(tgt)}bit"), delay=delay, qdisc=qdisc), out)
+            res["runs"].setdefault(cfg, {})[pct] = _ppp_metrics(r)
+            keep[(cfg, pct)] = r
+    plt = _plt()
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+    main = "ping-era"
+    for pct in (100, 90, 70, 50):
+        r = keep[(main, pct)]
+        t, rr = flow_series(r, "sink1")
+        axes[0][0].plot(t, [x / 1e3 for x in rr], lw=0.9, label=f"{pct} %")
+        m = [(float(x["time_s"]), float(x["rate_bps"]), int(x["window"]))
+             for x in rate_rows(r) if x["node"] == "nox" and x["conn"]]
+        axes[0][1].plot([a for a, _, _ in m], [b / 1e3 for _, b, _ in m], lw=0.9, label=f"{pct} %")
+        axes[1][0].step([a for a, _, _ in m], [c for _, _, c in m], where="post", lw=0.9, label=f"{pct} %")
+    axes[0][0].set_title(f"{PPP_CONFIGS[main][2]}: per-second rate (fig 6.9)")
+    axes[0][0].set_ylabel("kbit/s (per second)")
+    axes[0][1].set_title("the receiver's meter (3-s average)")
+    axes[0][1].set_ylabel("kbit/s")
+    axes[0][1].set_ylim(25, 45)
+    axes[1][0].set_title("controller window")
+    axes[1][0].set_ylabel("bytes")
+    axes[1][0].axhline(MSS_ETH, ls=":", color="k", lw=0.8)
+    ax = axes[1][1]
+    for cfg, (_d, _q, label) in PPP_CONFIGS.items():
+        r = keep[(cfg, 90)]
+        m = [(float(x["time_s"]), int(x["window"])) for x in rate_rows(r) if x["node"] == "nox" and x["conn"]]
+        ax.step([a for a, _ in m], [b for _, b in m], where="post", lw=0.9, label=label)
+    ax.set_title("target 90 %: controller window per configuration")
+    ax.set_ylabel("bytes")
+    for a in axes.flat:
+        a.set_xlabel("time (s)")
+        a.legend(fontsize=6)
+    _save(fig, img / "rate-ppp-buffered.png")
+    plt.close(fig)
+    return res
+
+
+def _start_offset(seed: int) -> float:
+    """The ttcp start offset of repetition ``seed``: uniform in [0, 2 s) (the meter's
+    100-ms chunks, the 10-ms jiffy grid and the 2-s aging tick all fall inside it)."""
+    return random.Random(seed).uniform(0.0, 2.0)
+
+
+def _transfer_time(res: Path, flow: str = "ttcp1") -> float:
+    """``transfer_time_s`` of a client in flows.csv (nanosecond resolution)."""
+    return next(float(x["transfer_time_s"]) for x in read_csv(res / "flows.csv") if x["name"] == flow)
+
+
+def exp_reps(out: Path, img: Path, seeds: tuple = (1, 2, 3, 4)) -> dict:
+    """Four repetitions per point (thesis fig 6.8 averages 4 ttcp runs): the run seed and a
+    seeded ttcp start offset vary, everything else is the experiment's. Reports whether the
+    repetitions differ at all (rates relative to each run's own start; T1 transfer times
+    from flows.csv, not from the 100-ms samples)."""
+    res: dict = {"offsets_s": {k: round(_start_offset(k), 4) for k in seeds}, "eth4m": {}, "t1": {}}
+    caps: dict = {}
+    for pol in ("original", "revised"):
+        vals = []
+        for k in seeds:
+            off = _start_offset(k)
+            sc = ethernet(f"reps-eth-{pol}-s{k}", f"§6.2.1: 4 Mbit/s, {pol} policy, repetition {k}",
+                          60.0 + off, rate_sysctl("4mbit", pol))
+            sc.apps[1]["start"] = f"{round(off * 1e6)}us"
+            sc.capture = ["oid:eth0"]
+            r = run(sc, out, seed=k)
+            vals.append(mean_rate(r, "sink1", 10 + off, 60 + off) / 1e6)
+            # the capture with times relative to the SYN and relative sequence numbers
+            # (the seed changes the port and the ISN only)
+            pcap = next((r / "pcap").glob("*.pcap"), None)
+            if pcap and shutil.which("tshark"):
+                rows = _tshark_fields(pcap, ["frame.time_relative", "ip.src", "tcp.len", "tcp.seq",
+                                             "tcp.ack", "tcp.window_size_value"])
+                caps.setdefault(pol, []).append(rows)
+        entry: dict = {"mean_mbps_from_100ms_samples": [round(v, 4) for v in vals]}
+        cs = caps.get(pol)
+        if cs:
+            entry["capture_frames"] = [len(c) for c in cs]
+            entry["frames_identical_but_time"] = all([r[1:] for r in c] == [r[1:] for r in cs[0]] for c in cs)
+            entry["frames_identical_with_time"] = all(c == cs[0] for c in cs)
+            if entry["frames_identical_but_time"]:
+                entry["max_time_spread_ms"] = round(1e3 * max(
+                    max(float(c[i][0]) for c in cs) - min(float(c[i][0]) for c in cs)
+                    for i in range(len(cs[0]))), 3)
+        res["eth4m"][pol] = entry
+    for pct in range(100, 0, -10):
+        tgt = T1_RATE * pct / 100
+        times = []
+        for k in seeds:
+            off = _start_offset(k)
+            sc = t1_path(f"reps-t1-{pct}-s{k}", f"§6.7: T1, target {pct} %, repetition {k}", 100.0 + off,
+                         rate_sysctl(f"{round(tgt)}bit"), nbytes=8 * 1024 * 1024)
+            sc.apps[1]["start"] = f"{round(off * 1e6)}us"
+            r = run(sc, out, seed=k)
+            times.append(_transfer_time(r))
+        res["t1"][pct] = {"transfer_s": times, "mbps": [round(8 * 1024 * 1024 * 8 / x / 1e6, 4) for x in times],
+                          "spread_s": max(times) - min(times)}
+    return res
+
+
+def _tshark_fields(pcap: Path, fields: list[str], filt: str | None = None) -> list[list[str]]:
+    cmd = ["tshark", "-r", str(pcap), "-T", "fields"]
+    if filt:
+        cmd += ["-Y", filt]
+    for f in fields:
+        cmd += ["-e", f]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    return [line.split("\t") for line in p.stdout.splitlines() if line.strip()]
+
+
+def exp_checks(out: Path, img: Path) -> dict:
+    """Re-checks of the simulator problems the first run found: rate_mss on the passive
+    side (SYN-ACK MSS, segment sizes), the same run with TCP_MAXSEG on the sink instead,
+    and duplicate ACKs in the capture."""
+    res: dict = {}
+    a = run(ethernet("check-mss-200-ratemss", "rate_mss = 200 only (no TCP_MAXSEG)", 6.0,
+                     rate_sysctl(fixed=188, mss=200), capture=True), out)
+    sc = ethernet("check-mss-200-sinkmss", "rate_mss = 200 and TCP_MAXSEG 200 on the sink", 6.0,
+                  rate_sysctl(fixed=188, mss=200), capture=True)
+    sc.apps[0]["mss"] = 200
+    b = run(sc, out)
+    res["mbps_rate_mss_only"] = mean_rate(a, "sink1", 1, 6) / 1e6
+    res["mbps_with_sink_mss"] = mean_rate(b, "sink1", 1, 6) / 1e6
+    pcap = next((a / "pcap").glob("*.pcap"), None)
+    if pcap and shutil.which("tshark"):
+        syn = _tshark_fields(pcap, ["ip.src", "tcp.flags", "tcp.options.mss_val"], "tcp.flags.syn==1")
+        res["syn_mss"] = {f"{s}/{fl}": m for s, fl, m in syn}
+        lens: dict[int, int] = {}
+        for (ln,) in _tshark_fields(pcap, ["tcp.len"], "tcp.len>0"):
+            lens[int(ln)] = lens.get(int(ln), 0) + 1
+        res["data_segment_lengths"] = lens
+        rows = _tshark_fields(pcap, ["frame.number", "frame.time_relative", "ip.src", "tcp.len",
+                                     "tcp.ack", "tcp.window_size_value"])
+        dup = [r[0] for r in _tshark_fields(pcap, ["frame.number"], "tcp.analysis.duplicate_ack")]
+        res["duplicate_acks"] = dup
+        ctx = []
+        for d in dup[:3]:
+            n = int(d)
+            ctx.append(["\t".join(r) for r in rows if n - 4 <= int(r[0]) <= n + 2])
+        res["duplicate_ack_context"] = ctx
     return res
 
 
@@ -686,7 +930,8 @@ def exp_cbq(out: Path, img: Path, nbytes: int = 8 * 1024 * 1024, dur: float = 10
 
 EXPS = {
     "eth4m": exp_eth4m, "window": exp_window, "mss": exp_mss, "t1": exp_t1,
-    "ppp": exp_ppp, "multi": exp_multi, "t1multi": exp_t1multi, "cbq": exp_cbq,
+    "ppp": exp_ppp, "pppbuf": exp_pppbuf, "multi": exp_multi, "t1multi": exp_t1multi,
+    "cbq": exp_cbq, "reps": exp_reps, "checks": exp_checks,
 }
 
 
@@ -700,12 +945,17 @@ def gen(outdir: Path) -> None:
                  60.0, rate_sysctl("4mbit", "revised")),
         ethernet("win-1280", "§6.3: constant receiver window 1280 B", 8.0, rate_sysctl(fixed=1280),
                  capture=True),
-        ethernet("mss-200", "§6.5: window = 1 MSS, MSS 200", 6.0, rate_sysctl(fixed=188, mss=200),
-                 sink_mss=200),
+        ethernet("mss-200", "§6.5: window = 1 MSS, MSS 200", 6.0, rate_sysctl(fixed=188, mss=200)),
         t1_path("t1-50", "§6.7: ttcp over a T1 path, target 50 %", 100.0,
                 rate_sysctl(f"{round(T1_RATE / 2)}bit"), nbytes=8 * 1024 * 1024),
         ppp("ppp-50", "§6.8: ttcp over 38.8 kbit/s PPP, target 50 %", 150.0,
             rate_sysctl(f"{round(PPP_RATE / 2)}bit")),
+        ppp("ppp-50-buffered", "§6.8: ttcp over 38.8 kbit/s PPP, target 50 %, 16 ms one way "
+            "(70-ms ping), Linux 2.2 ppp0 + serial buffer (pfifo limit 13)", 200.0,
+            rate_sysctl(f"{round(PPP_RATE / 2)}bit"), delay=PPP_DELAY_PING, qdisc=PPP_ERA_QDISC),
+        ppp("ppp-90-buffered", "§6.8: ttcp over 38.8 kbit/s PPP, target 90 %, 16 ms one way "
+            "(70-ms ping), Linux 2.2 ppp0 + serial buffer (pfifo limit 13)", 200.0,
+            rate_sysctl(f"{round(PPP_RATE * 0.9)}bit"), delay=PPP_DELAY_PING, qdisc=PPP_ERA_QDISC),
         ethernet("multi-5x-60", "§6.9: 5 concurrent ttcp, 60 % of the link in total", 10.0,
                  rate_sysctl("1200000bit"), streams=5),
         t1_path("cbq-50", "§6.11: CBQ 50 % on nox's egress, no rate control", 100.0,
