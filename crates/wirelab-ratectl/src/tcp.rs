@@ -188,6 +188,14 @@ impl RcvWindowPolicy for TcpRateController {
         w
     }
 
+    fn peek(&self, linux_window: u32, _mss: u32) -> u32 {
+        match self.mode() {
+            ControlMode::Off | ControlMode::Important => linux_window,
+            ControlMode::Fixed => self.cfg.fixed_window.unwrap_or(linux_window).min(linux_window),
+            ControlMode::Controlled => self.policy.window().unwrap_or(linux_window).min(linux_window),
+        }
+    }
+
     fn allow_retract(&self) -> bool {
         self.cfg.allow_retract
     }

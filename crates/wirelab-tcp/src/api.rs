@@ -114,6 +114,13 @@ pub trait RcvWindowPolicy: std::fmt::Debug {
     /// Called from window selection with the window Linux would offer (bytes, unscaled) and the
     /// receive MSS; returns the window to offer (the engine still applies scaling/rounding).
     fn limit(&mut self, now: wirelab_core::Instant, linux_window: u32, mss: u32) -> u32;
+    /// The window `limit` would offer now, without changing any state; used by the read
+    /// path's "window opened a lot" test (`tcp_cleanup_rbuf()`), which in a patched kernel
+    /// sees the policy's window as `__tcp_select_window()` does. Default: `linux_window`.
+    fn peek(&self, linux_window: u32, mss: u32) -> u32 {
+        let _ = mss;
+        linux_window
+    }
     /// May the policy retract the right edge (thesis flag)? Default false: never-retract is kept.
     fn allow_retract(&self) -> bool {
         false

@@ -3038,7 +3038,11 @@ impl Conn {
         if copied > 0 && !time_to_ack && !self.peer_fin {
             let now_win = self.receive_window();
             if 2 * now_win <= self.window_clamp {
-                let new_win = self.raw_select_window(cfg);
+                let mut new_win = self.raw_select_window(cfg);
+                if let Some(p) = self.rcv_policy.as_ref() {
+                    // the policy shapes __tcp_select_window() too (seed 003's patch)
+                    new_win = p.peek(new_win, self.rcv_mss).min(new_win);
+                }
                 if new_win != 0 && new_win >= 2 * now_win {
                     time_to_ack = true;
                 }

@@ -44,6 +44,9 @@ impl RcvWindowPolicy for CapPolicy {
         l.last_linux = linux_window;
         self.cap
     }
+    fn peek(&self, linux_window: u32, _mss: u32) -> u32 {
+        self.cap.min(linux_window)
+    }
     fn allow_retract(&self) -> bool {
         self.retract
     }
@@ -639,4 +642,43 @@ fn fast_retransmit_near_rto_expiry_restarts_the_timer() {
     assert!(at > ms(250) && at < rto, "fast retransmit at {at:?}, before the RTO {rto:?}");
     assert_eq!(info.rto_count, 0);
     assert_eq!(info.total_retrans, 1);
+}
+
+/// With a window policy installed, the read path's "window opened a lot" test
+/// (`tcp_cleanup_rbuf()`) compares the policy's window, not Linux's: an application read
+/// right after a delayed-ACK-triggered ACK must not send the same ACK again (found by the
+/// rate-control study: identical ACKs 53 µs apart, then one ACK per segment).
+#[test]
+fn rcv_policy_read_does_not_force_duplicate_acks() {
+    let mut p = Pair::default_pair(37);
+    let (c, s) = p.connect(80);
+    let log = Rc::new(RefCell::new(PolicyLog::default()));
+    p.b.set_rcv_window_policy(s, Some(Box::new(CapPolicy { cap: 16 * 1448, retract: false, log }))).unwrap();
+    p.sinks.push((false, s, 0, false));
+    p.capture = Some(Vec::new());
+    p.bulk.push((true, c, 400_000));
+    p.run_for(Duration::from_secs(5));
+    assert_eq!(p.b.info(s).unwrap().bytes_received, 400_000);
+    let cap = p.capture.take().unwrap();
+    let mut dups = 0;
+    let mut acks = 0;
+    let mut last: Option<(u32, u16)> = None;
+    let mut data_since = false;
+    for x in &cap {
+        let r = parse(&x.2);
+        if x.1 {
+            data_since |= !r.payload.is_empty();
+            continue;
+        }
+        acks += 1;
+        let key = (r.ack.0, r.window);
+        if last == Some(key) && !data_since {
+            dups += 1;
+        }
+        last = Some(key);
+        data_since = false;
+    }
+    let segs = cap.iter().filter(|x| x.1 && !parse(&x.2).payload.is_empty()).count();
+    assert_eq!(dups, 0, "identical ACKs with no data in between");
+    assert!(acks * 10 < segs * 7, "delayed ACKs: about one per two segments ({acks} ACKs for {segs} segments)");
 }
