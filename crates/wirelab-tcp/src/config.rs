@@ -194,6 +194,10 @@ pub struct TcpConfig {
     /// `net.ipv4.tcp_frto`: F-RTO spurious-timeout detection (RFC 5682); 1 and 2 both
     /// select the SACK-enhanced variant as Linux does.
     pub tcp_frto: u32,
+    /// Undo of cwnd reductions proven unnecessary by timestamps (Eifel) or D-SACK
+    /// (`tcp_init_undo()` and the `tcp_try_undo_*()` family, Linux ≥ 2.4). Profile
+    /// property, no sysctl: off for `linux-2.2`, whose recovery had no undo.
+    pub undo: bool,
     /// `net.ipv4.tcp_thin_linear_timeouts`: no RTO backoff for the first
     /// `TCP_THIN_LINEAR_RETRIES` (6) timeouts of a thin stream.
     pub tcp_thin_linear_timeouts: bool,
@@ -306,6 +310,7 @@ impl TcpConfig {
             tcp_early_retrans: 3,
             tcp_recovery: 1,
             tcp_frto: 2,
+            undo: true,
             tcp_thin_linear_timeouts: false,
             tcp_thin_dupack: false,
             tcp_rdb: RdbMode::Off,
@@ -393,6 +398,7 @@ impl TcpConfig {
                 c.tcp_recovery = 0;
                 c.tcp_early_retrans = 0;
                 c.tcp_frto = 0;
+                c.undo = false;
                 c.cubic.hystart = false;
             }
             "freebsd-4.10" => {

@@ -1632,8 +1632,12 @@ impl Conn {
 
     // ---- loss recovery (tcp_fastretrans_alert and friends) ----
 
-    /// `tcp_init_undo()`.
-    fn init_undo(&mut self) {
+    /// `tcp_init_undo()`; nothing to undo on profiles without undo (`TcpConfig::undo`).
+    fn init_undo(&mut self, cfg: &TcpConfig) {
+        if !cfg.undo {
+            self.undo_marker = None;
+            return;
+        }
         self.undo_marker = Some(self.snd_una);
         self.undo_retrans = if self.retrans_out > 0 { self.retrans_out as i32 } else { -1 };
     }
@@ -1997,7 +2001,7 @@ impl Conn {
 
     /// `tcp_enter_recovery()` + `tcp_init_cwnd_reduction()`.
     fn enter_recovery(&mut self, cfg: &TcpConfig, now: Instant) {
-        self.init_undo();
+        self.init_undo(cfg);
         self.prior_ssthresh = self.current_ssthresh();
         self.high_seq = self.snd_nxt;
         self.tlp_high_seq = None;
@@ -2458,7 +2462,7 @@ impl Conn {
             let tp = self.tp;
             self.tp.snd_ssthresh = self.cc.ssthresh(&tp);
             self.cc.cwnd_event(&tp, CaEvent::Loss);
-            self.init_undo();
+            self.init_undo(cfg);
         }
         self.tp.snd_cwnd = self.in_flight() + 1;
         self.tp.snd_cwnd_cnt = 0;

@@ -1053,6 +1053,21 @@ fn spurious_rto_is_undone_by_timestamps() {
     eprintln!("before {} / {}, after {} / {}, undo {}, retrans {} -> {}", before.cwnd, before.ssthresh, after.cwnd, after.ssthresh, after.undo_count, before.total_retrans, after.total_retrans);
     assert!(after.undo_count > before.undo_count, "{after:?}");
     assert!(after.ssthresh >= before.ssthresh.min(before.cwnd) * 7 / 10, "{before:?} {after:?}");
+    // linux-2.2 had no undo: the same spike costs it its window
+    let cfg = TcpConfig::profile("linux-2.2").unwrap();
+    let mut p = Pair::new(cfg.clone(), cfg, 10_000_000, ms(20), 100, 120);
+    let (c, s) = p.connect(80);
+    p.sinks.push((false, s, 0, false));
+    p.bulk.push((true, c, u64::MAX));
+    p.run_for(Duration::from_secs(3));
+    let before = p.a.info(c).unwrap();
+    p.ba.delay = ms(3500);
+    p.run_for(ms(50));
+    p.ba.delay = ms(20);
+    p.run_for(Duration::from_secs(5));
+    let after = p.a.info(c).unwrap();
+    assert!(after.rto_count > before.rto_count, "the spike fired the RTO: {after:?}");
+    assert_eq!(after.undo_count, 0, "{after:?}");
 }
 
 /// Receive autotuning grows the buffer under every era's rule, with different clamps.
