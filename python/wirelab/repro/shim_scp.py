@@ -46,19 +46,13 @@ SCP = ROOT / "scenarios" / "shim" / "scp.toml"
 FAILOVER = ROOT / "scenarios" / "shim" / "failover.toml"
 SIZES = {"50 KB": 51_200, "500 KB": 512_000, "5 MB": 5_242_880, "25 MB": 26_214_400}
 LOSSES = (0, 1, 3, 6, 10)
-PROFILES = ("freebsd-4.10", "freebsd-4.10-sb", "linux-6")
-#: Pseudo-profiles: a base profile plus sysctls on both hosts. `freebsd-4.10-sb` doubles the
-#: TCP buffers so that the *payload* they hold matches FreeBSD's sendspace 32 KB / recvspace
-#: 64 KB: the profile's tcp_wmem/tcp_rmem go through Linux's accounting (sk_sndbuf charged
-#: at 2 x payload, window = rcvbuf/2), which halves what FreeBSD's sb_hiwat allowed.
-PSEUDO = {"freebsd-4.10-sb": ("freebsd-4.10", {"net.ipv4.tcp_wmem": "4096 65536 65536", "net.ipv4.tcp_rmem": "4096 131072 131072"})}
+PROFILES = ("freebsd-4.10", "linux-6")
 MODES = ("tcp", "shim")
 #: "the same with the shim disabled": both hosts keep the shim, every rule says disable.
 TCP_OVERRIDES = ['node.c.shim=["remote default disable"]', 'node.s.shim=["local default disable"]']
 MODE_LABEL = {"tcp": "TCP (shim disabled)", "shim": "shim (SCTP)"}
 PROFILE_NOTE = {
     "freebsd-4.10": "TCP freebsd-4.10 (NewReno, no SACK); SCTP linux-2.6.37 (no KAME model)",
-    "freebsd-4.10-sb": "TCP freebsd-4.10 with 32 KB / 64 KB of payload buffer; SCTP linux-2.6.37",
     "linux-6": "TCP linux-6 (CUBIC, SACK, RACK, PRR); SCTP linux-6",
 }
 
@@ -72,27 +66,20 @@ class Run:
     loss: float
     size: str
     seed: int
+    #: extra `--set` overrides for every run (``--set`` of this script)
+    extra: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
         return f"{self.profile}/{self.mode}/l{self.loss:g}/{self.size.replace(' ', '')}/s{self.seed}"
 
     def overrides(self) -> list[str]:
-        ov = profile_overrides(self.profile) + [
+        ov = [f"scenario.profile={self.profile}",
               f"link.bottleneck.netem=rate 1.5mbit delay 35ms loss {self.loss:g}%",
               f'app.scp.bytes="{SIZES[self.size]}"']
         if self.mode == "tcp":
             ov += TCP_OVERRIDES
-        return ov
-
-
-def profile_overrides(profile: str) -> list[str]:
-    """`--set` overrides selecting a (pseudo-)profile on both hosts."""
-    base, sysctl = PSEUDO.get(profile, (profile, {}))
-    ov = [f"scenario.profile={base}"]
-    for node in ("c", "s"):
-        ov += [f'node.{node}.sysctl."{k}"="{v}"' for k, v in sysctl.items()]
-    return ov
+        return ov + list(self.extra)
 
 
 def t975(df: int) -> float:
@@ -125,15 +112,10 @@ def run_cli(cli: list[str], scenario: Path, out: Path, overrides: list[str], see
 
 
 def transport_of(d: Path, flow: str = "scp") -> str:
-    """`tcp` if a TCP socket of `flow` appears in the run's TCP time series, else `sctp`.
-
-    A shim connection that stays on SCTP has no TCP socket; a fallback opens one."""
-    f = d / "tcp_timeseries.csv"
-    if f.exists():
-        ts = pd.read_csv(f, usecols=["flow"])
-        if (ts["flow"] == flow).any():
-            return "tcp"
-    return "sctp"
+    """The transport that carried the client's stream (`flows.csv` `proto`: `tcp`, or
+    `sctp` for a shim connection that stayed on SCTP; a fallback says `tcp`)."""
+    fl = pd.read_csv(d / "flows.csv").set_index("name")
+    return str(fl.loc[flow, "proto"])
 
 
 def summarize(run: Run, d: Path) -> dict:
@@ -263,9 +245,13 @@ def plot_profile(cs: pd.DataFrame, profile: str, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     sub = cs[cs["profile"] == profile]
-    fig, axes = plt.subplots(1, 4, figsize=(12, 3.3))
+    sizes = [s for s in SIZES if (sub["size"] == s).any()]
+    if not sizes:
+        return
+    fig, axes = plt.subplots(1, len(sizes), figsize=(3 * len(sizes), 3.3), squeeze=False)
+    axes = axes[0]
     colors = {"tcp": "#d62728", "shim": "#1f77b4"}
-    for ax, s in zip(axes, SIZES):
+    for ax, s in zip(axes, sizes):
         for i, m in enumerate(MODES):
             g = sub[(sub["mode"] == m) & (sub["size"] == s)].sort_values("loss")
             x = g["loss"].to_numpy() + (i - 0.5) * 0.25
@@ -306,12 +292,31 @@ def data_times(pcap: Path, min_len: int = 500) -> np.ndarray:
 
 
 GAP_S = 0.2
+#: SCTP DATA payload of a full packet (MTU 1500 - IP 20 - common header 12 - DATA header 16),
+#: to express the association's cwnd and flight in packets
+SCTP_PAYLOAD = 1452
+
+
+def window_stats(d: Path, transport: str, t_end: float, flow: str = "scp") -> dict:
+    """Time averages over the data phase (1 s … t_end) of the client's congestion window and
+    data in flight, in full-sized packets, and of its smoothed RTT; from `tcp_timeseries.csv`
+    (in flight = unacked − sacked − lost + retrans, Linux's tcp_packets_in_flight) or from
+    `sctp_timeseries.csv` (the shim's association)."""
+    if transport == "tcp":
+        ts = pd.read_csv(d / "tcp_timeseries.csv")
+        ts = ts[(ts["flow"] == flow) & (ts["time_s"] >= 1) & (ts["time_s"] < t_end)]
+        cwnd, flight = ts["cwnd"], ts["unacked"] - ts["sacked"] - ts["lost"] + ts["retrans"]
+    else:
+        ts = pd.read_csv(d / "sctp_timeseries.csv")
+        ts = ts[(ts["flow"] == flow) & (ts["time_s"] >= 1) & (ts["time_s"] < t_end)]
+        cwnd, flight = ts["cwnd"] / SCTP_PAYLOAD, ts["flight"] / SCTP_PAYLOAD
+    return {"cwnd_pkts": float(cwnd.mean()), "flight_pkts": float(flight.mean()), "srtt_ms": float(ts["srtt_ms"].mean())}
 
 
 def stalls(cli: list[str], out: Path, losses=(3, 6, 10), size="5 MB", seeds=range(1, 11)) -> pd.DataFrame:
     """Sender idle gaps ≥ GAP_S (retransmission timeouts: at 1.5 Mbit/s a busy sender emits
     a data packet every 8 ms) in representative runs, grouped by the transport that carried
-    the bytes."""
+    the bytes, with the sender's mean window, flight and srtt (100 ms samples)."""
     rows = []
     for p in PROFILES:
         for m in MODES:
@@ -319,14 +324,15 @@ def stalls(cli: list[str], out: Path, losses=(3, 6, 10), size="5 MB", seeds=rang
                 for sd in seeds:
                     r = Run(p, m, l, size, sd)
                     d = out / "tmp" / ("cap_" + r.key.replace("/", "_"))
-                    run_cli(cli, SCP, d, r.overrides() + ['measure.capture=["c:eth0"]'], seed=sd)
+                    run_cli(cli, SCP, d, r.overrides() + ['measure.capture=["c:eth0"]', "measure.sample_interval=100ms"], seed=sd)
                     t = data_times(d / "pcap" / "c-eth0.pcap")
                     gaps = np.diff(t) if len(t) > 1 else np.array([])
                     big = gaps[gaps >= GAP_S]
                     row = summarize(r, d)
                     rows.append({"profile": p, "mode": m, "loss": l, "size": size, "seed": sd,
                                  "transport": row["transport"], "transfer_time_s": row["transfer_time_s"],
-                                 "data_pkts": len(t), "stalls": len(big), "stalled_s": float(big.sum())})
+                                 "data_pkts": len(t), "stalls": len(big), "stalled_s": float(big.sum()),
+                                 **window_stats(d, row["transport"], row["transfer_time_s"])})
                     shutil.rmtree(d, ignore_errors=True)
     df = pd.DataFrame(rows)
     df.to_csv(out / "stalls.csv", index=False)
@@ -334,13 +340,17 @@ def stalls(cli: list[str], out: Path, losses=(3, 6, 10), size="5 MB", seeds=rang
 
 
 def stalls_table(df: pd.DataFrame) -> str:
-    g = df.groupby(["profile", "loss", "transport"]).agg(n=("seed", "size"), pkts=("data_pkts", "mean"), stalls=("stalls", "mean"),
-                                                          stalled=("stalled_s", "mean"), t=("transfer_time_s", "mean")).reset_index()
-    lines = [f"| profile | loss | carried by | runs | data pkts sent | idle gaps ≥ {GAP_S:g} s | time idle (s) | transfer (s) |",
-             "|---|---:|---|---:|---:|---:|---:|---:|"]
+    g = df.groupby(["profile", "loss", "transport"]).agg(
+        n=("seed", "size"), pkts=("data_pkts", "mean"), stalls=("stalls", "mean"), stalled=("stalled_s", "mean"),
+        cwnd=("cwnd_pkts", "mean"), flight=("flight_pkts", "mean"), srtt=("srtt_ms", "mean"), t=("transfer_time_s", "mean"),
+        tmed=("transfer_time_s", "median")).reset_index()
+    lines = [f"| profile | loss | carried by | runs | data pkts sent | idle gaps ≥ {GAP_S:g} s | time idle (s) | "
+             "mean cwnd (pkts) | mean in flight (pkts) | mean srtt (ms) | transfer (s), mean / median |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for _, r in g.iterrows():
         lines.append(f"| {r['profile']} | {r['loss']:g} % | {r['transport'].upper()} | {r['n']} | {r['pkts']:.0f} | "
-                     f"{r['stalls']:.1f} | {r['stalled']:.1f} | {r['t']:.1f} |")
+                     f"{r['stalls']:.1f} | {r['stalled']:.1f} | {r['cwnd']:.2f} | {r['flight']:.2f} | {r['srtt']:.0f} | "
+                     f"{r['t']:.1f} / {r['tmed']:.1f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -354,7 +364,7 @@ def failover(cli: list[str], out: Path) -> pd.DataFrame:
     for p in PROFILES:
         for m in MODES:
             d = base / f"{p}-{m}"
-            ov = profile_overrides(p) + (TCP_OVERRIDES if m == "tcp" else [])
+            ov = [f"scenario.profile={p}"] + (TCP_OVERRIDES if m == "tcp" else [])
             run_cli(cli, FAILOVER, d, ov + ['measure.capture=["s"]'])
             ts = pd.read_csv(d / "flow_timeseries.csv")
             ts = ts[ts["flow"] == "sshd"].copy().sort_values("time_s")
@@ -395,11 +405,12 @@ def plot_failover(ts: pd.DataFrame, summ: pd.DataFrame, path: Path) -> None:
     fig, axes = plt.subplots(len(PROFILES), 1, figsize=(9, 2.3 * len(PROFILES) + 0.4), sharex=True)
     colors = {"tcp": "#d62728", "shim": "#1f77b4"}
     for ax, p in zip(axes, PROFILES):
-        for m in MODES:
+        for m in ("shim", "tcp"):  # TCP drawn on top, thinner, so both show where they overlap
             g = ts[(ts["profile"] == p) & (ts["mode"] == m)]
             sm = summ[(summ["profile"] == p) & (summ["mode"] == m)].iloc[0]
-            done = f"done at {sm['transfer_time_s']:.1f} s" if sm["state"] == "done" else f"not done ({sm['server_rx'] / 1e6:.2f} MB)"
-            ax.plot(g["time_s"], g["rx_rate_bps"] / 1e6, color=colors[m], lw=1.1, drawstyle="steps-pre", label=f"{MODE_LABEL[m]}: {done}")
+            done = f"done at {sm['transfer_time_s']:.1f} s" if sm["state"] == "done" else f"not done at 200 s ({sm['server_rx'] / 1e6:.2f} MB received)"
+            ax.plot(g["time_s"], g["rx_rate_bps"] / 1e6, color=colors[m], lw=2.2 if m == "shim" else 1.0, alpha=0.7 if m == "shim" else 1.0,
+                    drawstyle="steps-pre", label=f"{MODE_LABEL[m]}: {done}")
         for x in (10, 110):
             ax.axvline(x, color="#444444", lw=0.8, ls="--")
         ax.text(10.5, 2.7, "primary down", fontsize=7)
@@ -426,13 +437,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=30, help="runs per cell (document: 30)")
     ap.add_argument("--runs-small", type=int, default=90, help="runs per 50 KB cell (document: 90)")
     ap.add_argument("--profiles", default=",".join(PROFILES))
+    ap.add_argument("--sizes", default=",".join(SIZES), help="comma-separated subset of: " + ", ".join(SIZES))
+    ap.add_argument("--losses", default=",".join(map(str, LOSSES)), help="comma-separated loss rates in %%")
+    ap.add_argument("--set", dest="extra", action="append", default=[], metavar="K=V",
+                    help="extra override for every scp run, e.g. node.c.shim_fallback=off (use a separate --out)")
     ap.add_argument("--only", choices=("scp", "stalls", "failover", "report"), default=None)
     args = ap.parse_args(argv)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     cli = wirelab_command(args.wirelab)
     profiles = [p for p in args.profiles.split(",") if p]
-    runs = [Run(p, m, l, s, sd) for p in profiles for s in SIZES for l in LOSSES for m in MODES
+    sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
+    losses = [float(x) for x in args.losses.split(",") if x.strip()]
+    bad = [s for s in sizes if s not in SIZES] + [p for p in profiles if p not in PROFILES]
+    if bad:
+        ap.error(f"unknown size or profile: {', '.join(bad)}")
+    runs = [Run(p, m, l, s, sd, tuple(args.extra)) for p in profiles for s in sizes for l in losses for m in MODES
             for sd in range(1, (args.runs_small if s == "50 KB" else args.runs) + 1)]
     if args.only in (None, "scp", "report"):
         df = run_grid(cli, runs, out, args.jobs) if args.only != "report" else pd.read_csv(out / "results.csv")
