@@ -30,6 +30,8 @@ pub struct Scenario {
     pub source: String,
     /// The parsed document.
     pub doc: ScenarioFile,
+    /// Node name → index, built on first lookup (large scenarios have thousands of nodes).
+    node_ix: std::sync::OnceLock<std::collections::BTreeMap<String, usize>>,
 }
 
 impl Scenario {
@@ -39,7 +41,7 @@ impl Scenario {
             let off = e.span().map(|s| s.start).unwrap_or(0);
             ScenarioError::at(file, text, off, None, e.message().trim().to_string())
         })?;
-        let sc = Scenario { file: file.to_string(), source: text.to_string(), doc };
+        let sc = Scenario { file: file.to_string(), source: text.to_string(), doc, node_ix: Default::default() };
         sc.validate()?;
         Ok(sc)
     }
@@ -55,6 +57,22 @@ impl Scenario {
             message: format!("cannot read scenario file: {e}"),
         })?;
         Self::from_text(&file, &text, overrides)
+    }
+
+    /// Index of the node named `name`, if any. Uses a map built on first use and checks
+    /// the hit against `doc.nodes` (which is public and could have been edited since).
+    pub fn find_node(&self, name: &str) -> Option<usize> {
+        let map = self.node_ix.get_or_init(|| {
+            let mut m = std::collections::BTreeMap::new();
+            for (i, n) in self.doc.nodes.iter().enumerate() {
+                m.entry(n.name.get_ref().clone()).or_insert(i);
+            }
+            m
+        });
+        match map.get(name) {
+            Some(&i) if self.doc.nodes.get(i).is_some_and(|n| n.name.get_ref() == name) => Some(i),
+            _ => self.doc.nodes.iter().position(|n| n.name.get_ref() == name),
+        }
     }
 
     /// Parses `text` after applying `overrides`.

@@ -363,7 +363,7 @@ impl Scenario {
     }
     /// Index of node `name`, or an error naming the known nodes.
     pub fn node_index(&self, name: &S) -> Result<usize, ScenarioError> {
-        self.doc.nodes.iter().position(|n| n.name.get_ref() == name.get_ref()).ok_or_else(|| {
+        self.find_node(name.get_ref()).ok_or_else(|| {
             let known: Vec<&str> = self.doc.nodes.iter().map(|n| n.name.get_ref().as_str()).collect();
             self.error_at(span(name), format!("no node named `{}` (nodes: {})", name.get_ref(), known.join(", ")))
         })
@@ -536,7 +536,7 @@ impl Scenario {
         if let Ok(a) = h.parse::<Ipv4Addr>() {
             return Ok((EndpointHost::Addr(a), port));
         }
-        let idx = self.doc.nodes.iter().position(|n| n.name.get_ref() == h).ok_or_else(|| {
+        let idx = self.find_node(h).ok_or_else(|| {
             self.error_at(span(s), format!("`{h}` is neither an IPv4 address nor a node name"))
         })?;
         Ok((EndpointHost::Node(idx), port))
