@@ -14,20 +14,26 @@ Topologies (the thesis's two testbeds, §6.1):
   T1 (PPP/HDLC framing, 8 bytes), the others 100 Mbit/s Ethernet; propagation chosen so
   that the idle round trip is 6 ms (§6.7).
 * **PPP** (dioxin → nox, 38.8 kbit/s null-modem serial line, §6.8): one link, 1 ms.
+* **Hub with two senders** (§5.4.1's usage example, ``important``): the video server and
+  ford each on a 10 Mbit/s link to a forwarding node standing for the hub, which reaches
+  oid over one 10 Mbit/s link (75 µs per link); CBQ on oid's egress, class 1:2 for packets
+  to the video server, 1:1 (bounded, 500 kbit/s) for everything else.
 
 The receiver runs the ``linux-2.2`` profile with the ``net.ipv4.rate_*`` sysctls; the sender
 is ttcp: ``tcp-bulk`` with 8 KB writes (ttcp's default buffer) and a byte count.
 
 Command line::
 
-    python python/wirelab/repro/rate_control.py all --out DIR   # every experiment + figures
-    python python/wirelab/repro/rate_control.py EXP --out DIR   # eth4m, window, mss, t1, ppp, pppbuf,
-                                                                # multi, t1multi, cbq, reps, checks
-    python python/wirelab/repro/rate_control.py gen --out scenarios/rate-control
+    python3 python/wirelab/repro/rate_control.py all --out DIR   # every experiment + figures
+    python3 python/wirelab/repro/rate_control.py EXP --out DIR   # eth4m, window, mss, t1, ppp, pppbuf,
+                                                                 # multi, t1multi, cbq, important,
+                                                                 # reps, checks
+    python3 python/wirelab/repro/rate_control.py gen --out scenarios/rate-control
 
-Needs the standard library, matplotlib for figures, tshark for the pcap excerpt and the
-``wirelab`` CLI (``$WIRELAB_BIN``, default ``/work/target-ratex/release/wirelab`` or
-``wirelab`` on PATH).
+Needs the standard library, matplotlib for figures, tshark for the pcap excerpts (``window``,
+``reps``, ``checks``; skipped without it) and the ``wirelab`` CLI: ``$WIRELAB_BIN``, else
+``$CARGO_TARGET_DIR/release/wirelab``, else this checkout's ``target/release/wirelab``
+(``cargo build --release -p wirelab-cli``), else ``wirelab`` on PATH.
 """
 from __future__ import annotations
 
@@ -49,16 +55,31 @@ T1_RATE = 1.544e6
 PPP_RATE = 38.8e3
 
 
+REPO = Path(__file__).resolve().parents[3]
+
+
+_BIN: str | None = None
+
+
 def _bin() -> str:
-    env = os.environ.get("WIRELAB_BIN")
-    if env:
-        return env
-    for cand in ("/work/target-ratex/release/wirelab",):
-        if Path(cand).exists():
-            return cand
-    found = shutil.which("wirelab")
+    """The ``wirelab`` CLI: ``$WIRELAB_BIN``, else ``$CARGO_TARGET_DIR/release/wirelab``,
+    ``target/release/wirelab`` of this checkout (``cargo build --release -p wirelab-cli``),
+    else ``wirelab`` on PATH (e.g. the Python package's entry point, whose engine is the
+    one it was built from). Printed once, since the results depend on the engine."""
+    global _BIN
+    if _BIN:
+        return _BIN
+    found = os.environ.get("WIRELAB_BIN")
     if not found:
-        raise SystemExit("wirelab CLI not found: set WIRELAB_BIN")
+        cands = [REPO / "target" / "release" / "wirelab"]
+        if os.environ.get("CARGO_TARGET_DIR"):
+            cands.insert(0, Path(os.environ["CARGO_TARGET_DIR"]) / "release" / "wirelab")
+        found = next((str(c) for c in cands if c.exists()), None) or shutil.which("wirelab")
+    if not found:
+        raise SystemExit("wirelab CLI not found: `cargo build --release -p wirelab-cli` in the "
+                         "repository, or set WIRELAB_BIN")
+    print(f"wirelab CLI: {found}", file=sys.stderr)
+    _BIN = found
     return found
 
 
@@ -928,10 +949,142 @@ def exp_cbq(out: Path, img: Path, nbytes: int = 8 * 1024 * 1024, dur: float = 10
     return res
 
 
+# §5.4.1's usage example. The thesis's hub (ford, oid and the idle Mac) becomes a star: the
+# two senders each on a 10 Mbit/s link to a forwarding node standing for the hub, which
+# reaches oid over one 10 Mbit/s link (the shared medium the two data streams compete for).
+# Each link has 75 us one way, so a sender-receiver path keeps the 150 us of section 1.
+VIDEO_ADDR = "10.0.2.1"
+
+
+def star(name: str, desc: str, duration: float, rx_sysctl: dict, rx_tc: list | None = None,
+         video_start: float = 0.0, other_start: float = 0.0) -> Sc:
+    """video (the video server) and ford → hub → oid, 10 Mbit/s each, one ttcp per sender."""
+    sc = Sc(name, desc, duration)
+    sc.nodes = [("video", "host", {}), ("ford", "host", {}), ("hub", "router", {}),
+                ("oid", "host", rx_sysctl)]
+    oid_end = {"node": "oid", "addr": "10.0.1.2/24"}
+    if rx_tc:
+        oid_end["tc"] = rx_tc  # oid's egress: ACKs to both senders
+    sc.links = [
+        ("hub-oid", {"node": "hub", "addr": "10.0.1.1/24"}, oid_end, "rate 10mbit delay 75us", {}),
+        ("video-hub", {"node": "video", "addr": f"{VIDEO_ADDR}/24"}, {"node": "hub", "addr": "10.0.2.254/24"},
+         "rate 10mbit delay 75us", {}),
+        ("ford-hub", {"node": "ford", "addr": "10.0.3.1/24"}, {"node": "hub", "addr": "10.0.3.254/24"},
+         "rate 10mbit delay 75us", {}),
+    ]
+    sc.apps = [sink("sink_video", "oid", 5001), ttcp("ttcp_video", "video", "oid:5001", start=video_start),
+               sink("sink_other", "oid", 5002), ttcp("ttcp_other", "ford", "oid:5002", start=other_start)]
+    return sc
+
+
+def important_tree() -> list[str]:
+    """§5.4.1 on oid's egress: class 1:2 (packets to the video server) may use the whole
+    link, class 1:1 (everything else) is bounded at 500 kbit/s."""
+    return [
+        "qdisc add root handle 1: cbq bandwidth 10mbit avpkt 1000",
+        "class add parent 1:0 classid 1:1 cbq bandwidth 10mbit rate 500kbit allot 1514 prio 5 "
+        "avpkt 1000 bounded",
+        "class add parent 1:0 classid 1:2 cbq bandwidth 10mbit rate 10mbit allot 1514 prio 5 avpkt 1000",
+        f"filter add parent 1:0 protocol ip prio 1 u32 match ip dst {VIDEO_ADDR}/32 flowid 1:2",
+        "filter add parent 1:0 protocol ip prio 2 u32 match ip dst 0.0.0.0/0 flowid 1:1",
+    ]
+
+
+IMPORTANT_TARGET = "2mbit"  # per connection, below the 4.8 Mbit/s each gets uncontrolled
+IMPORTANT_CASES = {
+    # name: (rate control on, cbq_class, label)
+    "off": (False, None, "rate control off"),
+    "no-class": (True, None, "rate control, no cbq_class"),
+    "class": (True, "1:2", "rate control, cbq_class = 1:2"),
+    # the same class written as one 32-bit id (major << 16 | minor), the thesis's form
+    "class-hex": (True, "0x00010002", "rate control, cbq_class = 0x00010002"),
+}
+
+
+def important_case(case: str, dur: float = 60.0) -> Sc:
+    on, cls, label = IMPORTANT_CASES[case]
+    sysctl = rate_sysctl(IMPORTANT_TARGET if on else None, status=1 if on else 0)
+    if cls:
+        sysctl["net.ipv4.cbq_class"] = cls
+    return star(f"important-{case}", f"§5.4.1: video server + one other ttcp into oid, CBQ 1:2/1:1 on "
+                f"oid's egress, {label}", dur, sysctl, rx_tc=important_tree(), other_start=0.0,
+                video_start=10.0)
+
+
+def exp_important(out: Path, img: Path, dur: float = 60.0) -> dict:
+    """§5.4/§5.4.1 "Interfacing with CBQ": the video server's stream is important (its ACKs
+    leave oid in CBQ class 1:2, named in cbq_class) and keeps its rate; the other stream is
+    controlled to the target. Counter-cases: no cbq_class, no rate control."""
+    res: dict = {"target": IMPORTANT_TARGET, "cases": {}}
+    runs = {}
+    for case in IMPORTANT_CASES:
+        r = run(important_case(case, dur), out)
+        runs[case] = r
+        rows = rate_rows(r)
+        entry: dict = {}
+        for sk, port in (("sink_video", 5001), ("sink_other", 5002)):
+            mine = [x for x in rows if x["node"] == "oid" and f":{port}->" in x["conn"]]
+            late = [x for x in mine if float(x["time_s"]) >= 30]
+            ts, rs = per_second(*flow_series(r, sk))
+            ps = [v / 1e6 for t, v in zip(ts, rs) if 30 < t <= dur]
+            # limit cycle: the window's departures from 1 MSS after 30 s
+            rises = [float(late[i]["time_s"]) for i in range(1, len(late))
+                     if int(late[i - 1]["window"]) == MSS_ETH and int(late[i]["window"]) > MSS_ETH]
+            entry[sk] = {
+                "per_s_range_30_60": [round(min(ps), 2), round(max(ps), 2)] if ps else None,
+                "cycle_period_s": round((rises[-1] - rises[0]) / (len(rises) - 1), 2) if len(rises) >= 2 else None,
+                "mbps_3_10": round(mean_rate(r, sk, 3, 10) / 1e6, 3),
+                "mbps_30_60": round(mean_rate(r, sk, 30, dur) / 1e6, 3),
+                "modes": sorted({x["mode"] for x in mine}),
+                "window_30_60": [min(int(x["window"]) for x in late), max(int(x["window"]) for x in late)]
+                if late else None,
+                "linux_window_30_60": [min(int(x["linux_window"]) for x in late),
+                                       max(int(x["linux_window"]) for x in late)] if late else None,
+            }
+        q = [x for x in read_csv(r / "queues.csv") if x["dev"] == "oid:eth0"]
+        entry["oid_egress_classes"] = {x["classid"]: {"sent_packets": int(x["sent_packets"]), "drops": int(x["drops"])}
+                                       for x in q if x.get("classid")}
+        res["cases"][case] = entry
+    # the hex spelling names the same class: the runs must be identical
+    a, b = (read_csv(runs[c] / "flow_timeseries.csv") for c in ("class", "class-hex"))
+    res["hex_form_identical"] = a == b
+    plt = _plt()
+    cases = ("class", "no-class", "off")
+    fig, axes = plt.subplots(2, 3, figsize=(13, 6), sharex=True)
+    for col, case in enumerate(cases):
+        r = runs[case]
+        ax = axes[0][col]
+        for sk, lab, c in (("sink_video", "video server (1:2)", "C0"), ("sink_other", "other (1:1)", "C1")):
+            ts, rs = per_second(*flow_series(r, sk))
+            ax.plot(ts, [x / 1e6 for x in rs], lw=1.1, color=c, label=lab)
+        if IMPORTANT_CASES[case][0]:
+            ax.axhline(float(IMPORTANT_TARGET.rstrip("mbit")), ls="--", color="k", lw=0.8, label="target per stream")
+        ax.set_ylim(0, 10.5)
+        e = res["cases"][case]
+        ax.set_title(f"{IMPORTANT_CASES[case][2]}\nmean 30-60 s: video {e['sink_video']['mbps_30_60']:.2f}, "
+                     f"other {e['sink_other']['mbps_30_60']:.2f} Mbit/s", fontsize=9)
+        ax.set_ylabel("Mbit/s (per second)")
+        ax.legend(fontsize=7, loc="upper right")
+        ax = axes[1][col]
+        rows = [x for x in rate_rows(r) if x["node"] == "oid"]
+        for port, lab, c in ((5001, "video server", "C0"), (5002, "other", "C1")):
+            mine = [x for x in rows if f":{port}->" in x["conn"]]
+            ax.step([float(x["time_s"]) for x in mine], [int(x["window"]) for x in mine], where="post",
+                    lw=0.9, color=c, label=f"{lab}: offered window")
+        ax.axhline(MSS_ETH, ls=":", color="k", lw=0.8, label="1 MSS")
+        ax.set_yscale("log")
+        ax.set_ylabel("window (bytes)")
+        ax.set_xlabel("time (s)")
+        ax.legend(fontsize=7, loc="lower right")
+    _save(fig, img / "rate-important.png")
+    plt.close(fig)
+    return res
+
+
 EXPS = {
     "eth4m": exp_eth4m, "window": exp_window, "mss": exp_mss, "t1": exp_t1,
     "ppp": exp_ppp, "pppbuf": exp_pppbuf, "multi": exp_multi, "t1multi": exp_t1multi,
-    "cbq": exp_cbq, "reps": exp_reps, "checks": exp_checks,
+    "cbq": exp_cbq, "important": exp_important, "reps": exp_reps, "checks": exp_checks,
 }
 
 
@@ -960,6 +1113,8 @@ def gen(outdir: Path) -> None:
                  rate_sysctl("1200000bit"), streams=5),
         t1_path("cbq-50", "§6.11: CBQ 50 % on nox's egress, no rate control", 100.0,
                 rate_sysctl(status=0), nbytes=8 * 1024 * 1024, rx_tc=cbq_tree(50)),
+        important_case("class"),
+        important_case("no-class"),
     ]
     for sc in scs:
         (outdir / f"{sc.name}.toml").write_text(sc.text())
@@ -970,7 +1125,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("what", choices=["all", "gen", *EXPS])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--img", type=Path, default=Path("docs/reproductions/img"))
+    ap.add_argument("--img", type=Path, default=REPO / "docs" / "reproductions" / "img",
+                    help="where the figures go (default: this checkout's docs/reproductions/img)")
     a = ap.parse_args(argv)
     if a.what == "gen":
         gen(a.out)
