@@ -76,6 +76,13 @@ fn shim_on_both_ends_carries_an_unchanged_tcp_app_over_sctp() {
     assert!(!rows.is_empty(), "shim-carried sockets are sampled");
     assert!(rows.iter().any(|x| x.bytes_acked > 100_000 && x.cwnd > 0), "{:?}", rows.last());
     assert!(r.tcp_series.iter().all(|x| x.flow != "scp"), "no TCP socket under the shim");
+    // both ends' flows.csv rows name SCTP and count its DATA chunks and retransmissions
+    let (c, s) = (r.flows.iter().find(|f| f.name == "scp").unwrap(), r.flows.iter().find(|f| f.name == "sshd").unwrap());
+    assert_eq!(s.proto, "sctp");
+    assert!(c.tx_packets > 300 && c.retrans > 0 && c.retrans < 50, "{c:?}");
+    let acc: Vec<_> = r.shim_matches.iter().filter(|m| m.node == "s" && m.transport == "sctp").collect();
+    assert_eq!(acc.len(), 1, "the accepted association is logged with its peer: {:?}", r.shim_matches);
+    assert!(acc[0].addr.starts_with("10.128.0.1:"), "{:?}", acc[0]);
 }
 
 #[test]
@@ -103,8 +110,12 @@ fn remote_rules_decide_per_destination() {
     let rows: Vec<_> = r.shim_matches.iter().map(|m| (m.node.as_str(), m.chain, m.rule.as_str(), m.policy, m.transport)).collect();
     assert_eq!(
         rows,
-        [("c", "remote", "#0 remote disable 10.128.1.0/24", "disable", "tcp"), ("s", "local", "#0 local enable any", "enable", "tcp+sctp")],
-        "the client's first rule decided its connect; the server listens on both"
+        [
+            ("c", "remote", "#0 remote disable 10.128.1.0/24", "disable", "tcp"),
+            ("s", "local", "#0 local enable any", "enable", "tcp+sctp"),
+            ("s", "local", "#0 local enable any", "enable", "tcp"),
+        ],
+        "the client's first rule decided its connect; the server listens on both and accepted over TCP"
     );
 }
 

@@ -117,7 +117,8 @@ pub struct MatchRecord {
     pub at: Instant,
     /// The shim socket (listener or connecting socket).
     pub socket: ShimSocketId,
-    /// Address looked up: remote address for `remote`, bound address for `local`.
+    /// Address looked up: remote address for `remote`, bound address for `local`
+    /// listeners; for sockets a listener accepted (which inherit its decision), the peer.
     pub addr: SocketAddrV4,
     /// The decision.
     pub matched: RuleMatch,
@@ -554,7 +555,10 @@ impl ShimStack {
                     c.peer_is_shim = self.cfg.advertise && self.caps.remove(&(lport, pport, peer)).is_some();
                 }
             }
+            let peer = SocketAddrV4::new(c.remote_ips.first().copied().unwrap_or(Ipv4Addr::UNSPECIFIED), c.remote_port);
             self.slots.push(Slot::Conn(Box::new(c), m));
+            // accepted sockets inherit the listener's decision; log them with their peer
+            self.matches.push(MatchRecord { at: self.now, socket: ShimSocketId(idx), addr: peer, matched: m, transport: Some(tok), fallback: None });
             return Some(ShimSocketId(idx));
         }
     }

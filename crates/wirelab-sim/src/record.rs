@@ -363,7 +363,9 @@ pub struct ShimMatchRow {
     pub socket: u32,
     /// Chain consulted: `local` (listeners) or `remote` (connecting sockets).
     pub chain: &'static str,
-    /// Address looked up (`addr:port`): bound address for `local`, peer for `remote`.
+    /// Address looked up (`addr:port`): bound address for a `local` listener, peer for
+    /// `remote`; for a connection a listener accepted, its peer (it inherits the
+    /// listener's rule).
     pub addr: String,
     /// `#i <rule text>` of the first matching rule, or `default`.
     pub rule: String,

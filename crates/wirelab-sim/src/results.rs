@@ -216,12 +216,12 @@ impl Sim {
                     None => "default".to_string(),
                 };
                 let listener = m.matched.chain == wirelab_shim::Chain::Local;
-                let transport = match (listener, m.transport) {
-                    (true, _) if m.matched.policy == Policy::Enable => "tcp+sctp",
-                    (true, _) => "tcp",
-                    (false, Some(Transport::Sctp)) => "sctp",
-                    (false, Some(Transport::Tcp)) => "tcp",
-                    (false, None) => "",
+                let transport = match (m.transport, listener) {
+                    (Some(Transport::Sctp), _) => "sctp",
+                    (Some(Transport::Tcp), _) => "tcp",
+                    (None, true) if m.matched.policy == Policy::Enable => "tcp+sctp",
+                    (None, true) => "tcp",
+                    (None, false) => "",
                 };
                 let fallback = match m.fallback {
                     Some(FallbackReason::Abort) => "abort",

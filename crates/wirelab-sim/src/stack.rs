@@ -340,6 +340,10 @@ impl HostStack {
             Engines::Shim(sh) => sh.info(ShimId(s.0)).filter(|i| i.transport == Some(wirelab_shim::Transport::Sctp)).and_then(|i| i.sctp),
         }
     }
+    /// Counters of the SCTP association under a shim-carried stream socket.
+    pub fn s_sctp_stats(&self, s: TcpId) -> Option<wirelab_sctp::AssocStats> {
+        self.s_sctp(s).and_then(|x| self.sctp().info(x)).map(|i| i.stats)
+    }
     /// (local, remote) of a stream socket (when it runs over TCP).
     pub fn s_addrs(&self, s: TcpId) -> Option<(SocketAddrV4, SocketAddrV4)> {
         self.tcp_of(s).and_then(|t| self.tcp().addrs(t))

@@ -239,11 +239,15 @@ impl App {
             }
             AppKind::TcpServer(v) => {
                 s.kind = if v.echo { "tcp-echo" } else { "tcp-sink" };
-                s.proto = "tcp";
+                // the transports the accepted streams ran over (a shim listener takes both)
+                let tcp = v.conns.iter().any(|c| c.transport != "sctp");
+                let sctp = v.conns.iter().any(|c| c.transport == "sctp");
+                s.proto = if sctp && tcp { "tcp+sctp" } else if sctp { "sctp" } else { "tcp" };
                 s.conns = v.conns.len() as u64;
                 s.rx_bytes = v.rx_bytes();
                 s.tx_bytes = v.conns.iter().map(|c| c.tx_bytes).sum();
-                s.retrans = v.conns.iter().filter_map(|c| c.last_info.map(|i| i.total_retrans as u64)).sum();
+                s.retrans = v.conns.iter().filter_map(|c| c.last_info.map(|i| i.total_retrans as u64)).sum::<u64>()
+                    + v.conns.iter().filter_map(|c| c.last_sctp.map(|x| x.retransmits)).sum::<u64>();
                 let first = v.conns.iter().filter_map(|c| c.first_rx).min();
                 let last = v.conns.iter().filter_map(|c| c.last_rx).max();
                 s.goodput_bps = span_rate(s.rx_bytes, first, last);
@@ -348,21 +352,33 @@ impl App {
                 if let Some(i) = b.state.sock.and_then(|s| st.s_info(s)) {
                     b.state.last_info = Some(i);
                 }
+                if let Some(x) = b.state.sock.and_then(|s| st.s_sctp_stats(s)) {
+                    b.state.last_sctp = Some(x);
+                }
             }
             AppKind::TcpRr(r) => {
                 if let Some(i) = r.state.sock.and_then(|s| st.s_info(s)) {
                     r.state.last_info = Some(i);
+                }
+                if let Some(x) = r.state.sock.and_then(|s| st.s_sctp_stats(s)) {
+                    r.state.last_sctp = Some(x);
                 }
             }
             AppKind::TcpThin(t) => {
                 if let Some(i) = t.state.sock.and_then(|s| st.s_info(s)) {
                     t.state.last_info = Some(i);
                 }
+                if let Some(x) = t.state.sock.and_then(|s| st.s_sctp_stats(s)) {
+                    t.state.last_sctp = Some(x);
+                }
             }
             AppKind::TcpServer(v) => {
                 for c in v.conns.iter_mut().filter(|c| !c.closed) {
                     if let Some(i) = st.s_info(c.sock) {
                         c.last_info = Some(i);
+                    }
+                    if let Some(x) = st.s_sctp_stats(c.sock) {
+                        c.last_sctp = Some(x);
                     }
                 }
             }
@@ -407,6 +423,10 @@ fn client_summary(s: &mut FlowSummary, st: &tcp::ClientState) {
     if let Some(i) = &st.last_info {
         s.retrans = i.total_retrans as u64;
         s.tx_packets = i.segs_out;
+    } else if let Some(x) = &st.last_sctp {
+        // carried over SCTP by the shim: DATA chunks (first transmissions) and retransmissions
+        s.retrans = x.retransmits;
+        s.tx_packets = x.data_chunks_sent;
     }
     if let (Some(a), Some(d)) = (st.t_start, st.t_done) {
         s.transfer_time_s = (d - a).as_secs_f64();

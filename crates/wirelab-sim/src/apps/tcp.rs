@@ -128,6 +128,8 @@ pub struct ClientState {
     pub last_info: Option<wirelab_tcp::TcpInfo>,
     /// Transport the stream ran over (`tcp`, or `sctp` through the shim).
     pub transport: &'static str,
+    /// Final counters of the SCTP association when the shim carried the stream over SCTP.
+    pub last_sctp: Option<wirelab_sctp::AssocStats>,
 }
 
 impl Default for ClientState {
@@ -147,6 +149,7 @@ impl Default for ClientState {
             error: None,
             last_info: None,
             transport: "",
+            last_sctp: None,
         }
     }
 }
@@ -161,6 +164,7 @@ impl ClientState {
     /// The peer's FIN: after our own FIN it completes the transfer; closes the socket.
     fn peer_closed(&mut self, ctx: &mut AppCtx, s: SocketId) {
         self.last_info = ctx.stack.s_info(s);
+        self.last_sctp = ctx.stack.s_sctp_stats(s).or(self.last_sctp);
         if self.phase == ClientPhase::Closing {
             self.phase = ClientPhase::Done;
             self.t_done = Some(ctx.now);
@@ -171,6 +175,7 @@ impl ClientState {
     /// Reset or refused.
     fn failed(&mut self, ctx: &mut AppCtx, s: SocketId, ev: SockEvent) {
         self.last_info = ctx.stack.s_info(s);
+        self.last_sctp = ctx.stack.s_sctp_stats(s).or(self.last_sctp);
         self.phase = ClientPhase::Failed;
         self.error = Some(if ev == SockEvent::Reset { SockError::ConnectionReset } else { SockError::ConnectionRefused });
     }
@@ -283,6 +288,7 @@ impl TcpBulk {
                     SockEvent::Closed => {
                         if st.last_info.is_none() {
                             st.last_info = ctx.stack.s_info(s);
+                            st.last_sctp = ctx.stack.s_sctp_stats(s).or(st.last_sctp);
                         }
                     }
                     SockEvent::Incoming => {}
@@ -379,6 +385,10 @@ pub struct ServerConn {
     pub echo_backlog: u64,
     /// Final `tcp_info`.
     pub last_info: Option<wirelab_tcp::TcpInfo>,
+    /// Final SCTP counters when the shim carried the stream over SCTP.
+    pub last_sctp: Option<wirelab_sctp::AssocStats>,
+    /// Transport the accepted stream runs over (`tcp`, or `sctp` through the shim).
+    pub transport: &'static str,
     /// Closed.
     pub closed: bool,
 }
@@ -482,6 +492,8 @@ impl TcpServer {
                                 exchange_left: 0,
                                 echo_backlog: 0,
                                 last_info: None,
+                                last_sctp: None,
+                                transport: ctx.stack.s_transport(c),
                                 closed: false,
                             });
                             // data may already be queued
@@ -502,6 +514,7 @@ impl TcpServer {
                         let c = &mut self.conns[i];
                         if c.last_info.is_none() {
                             c.last_info = ctx.stack.s_info(s);
+                            c.last_sctp = ctx.stack.s_sctp_stats(s).or(c.last_sctp);
                         }
                         c.closed = true;
                     }
@@ -588,6 +601,7 @@ impl TcpServer {
             if eof && !c.eof {
                 c.eof = true;
                 c.last_info = ctx.stack.s_info(s);
+                c.last_sctp = ctx.stack.s_sctp_stats(s).or(c.last_sctp);
                 // the client half-closed: finish our side (echo data first, then FIN)
                 ctx.stack.s_close(ctx.now, s);
                 c.closed = true;
