@@ -209,9 +209,19 @@ port = 22
 at = "2s"
 link = "p1"
 action = "down"
+
+[measure]
+capture = ["s:eth1"]
 "#
     );
-    common::run(&text, None)
+    let out = common::tmp("shim", if shim.is_empty() { "failover-tcp" } else { "failover-shim" });
+    let r = common::run(&text, Some(out.clone()));
+    LAST_FAILOVER_DIR.with(|d| *d.borrow_mut() = Some(out));
+    r
+}
+
+thread_local! {
+    static LAST_FAILOVER_DIR: std::cell::RefCell<Option<std::path::PathBuf>> = const { std::cell::RefCell::new(None) };
 }
 
 #[test]
@@ -221,6 +231,17 @@ fn multihomed_shim_survives_a_path_failure_that_stalls_tcp() {
     assert_ne!(c.state, "done", "plain TCP is bound to the failed path: {c:?}");
     let shim = failover(SHIM);
     let t = check_done_bytes(&shim, 5_000_000);
+    // the server's wildcard listener bound all its addresses (sctp_bind_addr_copy): on the
+    // alternate path it sends from that path's address
+    let dir = LAST_FAILOVER_DIR.with(|d| d.borrow().clone()).unwrap();
+    let pkts = wirelab_wire::pcap::read_file(dir.join("pcap/s-eth1.pcap")).unwrap();
+    let srcs: std::collections::BTreeSet<[u8; 4]> = pkts
+        .iter()
+        .filter_map(|x| x.ipv4())
+        .filter(|ip| ip.get(9) == Some(&132) && ip[12..16] != [10, 2, 0, 1])
+        .map(|ip| [ip[12], ip[13], ip[14], ip[15]])
+        .collect();
+    assert_eq!(srcs.into_iter().collect::<Vec<_>>(), vec![[10, 2, 0, 2]], "server SCTP packets on eth1 come from 10.2.0.2");
     eprintln!("multihomed shim: 5 MB in {t:.2} s across the failure; TCP stuck at {} bytes", tcp.flows.iter().find(|f| f.name == "sshd").unwrap().rx_bytes);
 }
 

@@ -135,6 +135,11 @@ pub struct SctpConfig {
     /// local address from the longest matching route, as Linux's `sctp_v4_get_dst()` does
     /// with a route lookup; empty = longest common prefix with the peer address.
     pub source_routes: Vec<(std::net::Ipv4Addr, u8, std::net::Ipv4Addr)>,
+    /// The host's interface addresses, provided by the driver. An association accepted by
+    /// a wildcard (0.0.0.0) listener binds all of them, the INIT's destination first, as
+    /// Linux's `sctp_bind_addr_copy()` of the local address list does; empty = only the
+    /// INIT's destination.
+    pub host_addrs: Vec<std::net::Ipv4Addr>,
     /// Which chunk-0x96 variant this host sends (`net.sctp.sndbuf_adv`, wirelab name).
     pub sndbuf_adv: SndbufAdv,
     /// Backlog definition for chunk 0x96 (`net.sctp.sndbuf_adv_backlog`, wirelab name).
@@ -194,6 +199,7 @@ impl SctpConfig {
             wmem_max: 212992,
             sndbuf_adv_interval: Duration::from_millis(5000),
             source_routes: Vec::new(),
+            host_addrs: Vec::new(),
             sndbuf_adv: SndbufAdv::Off,
             sndbuf_adv_backlog: BacklogDef::Btech2016,
             autotune: Autotune::Off,

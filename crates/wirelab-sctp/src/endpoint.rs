@@ -459,7 +459,7 @@ impl SctpEndpoint {
         };
         let Slot::Listener(l) = &self.slots[lidx as usize] else { return };
         let rcvbuf = l.settings.rcvbuf;
-        let local_addrs = if l.addrs.is_empty() { vec![dst] } else { l.addrs.clone() };
+        let local_addrs = if l.addrs.is_empty() { wildcard_addrs(&self.cfg, dst) } else { l.addrs.clone() };
         let mut peer_addrs = vec![src];
         let mut unrec: Vec<u8> = Vec::new();
         let mut preservative_ms = 0u32;
@@ -546,7 +546,7 @@ impl SctpEndpoint {
             return; // Linux sctp_sf_do_5_1D_ce: accept queue full → discard
         }
         let settings = l.settings;
-        let local_addrs = if l.addrs.is_empty() { vec![dst] } else { l.addrs.clone() };
+        let local_addrs = if l.addrs.is_empty() { wildcard_addrs(&self.cfg, dst) } else { l.addrs.clone() };
         let mut a = Assoc::new_server(now, &self.cfg, settings, &cd, local_addrs, &mut self.rng);
         a.listener = Some(lidx);
         let idx = self.slots.len() as u32;
@@ -637,4 +637,17 @@ fn keyed_hash(key: u64, data: &[u8]) -> u64 {
         h = mix(h ^ u64::from_le_bytes(w)).wrapping_add(key);
     }
     mix(h ^ key.rotate_left(32))
+}
+
+/// Local addresses of an association accepted by a wildcard listener: the INIT's
+/// destination first, then the host's other addresses (`sctp_bind_addr_copy()`), at most
+/// `MAX_ADDRS`.
+fn wildcard_addrs(cfg: &SctpConfig, dst: Ipv4Addr) -> Vec<Ipv4Addr> {
+    let mut v = vec![dst];
+    for &a in &cfg.host_addrs {
+        if !v.contains(&a) && !a.is_loopback() && !a.is_unspecified() && v.len() < crate::assoc::MAX_ADDRS {
+            v.push(a);
+        }
+    }
+    v
 }

@@ -561,6 +561,7 @@ impl Sim {
             let mut sctp_cfg = cfg.sctp.clone().unwrap_or_else(|| wirelab_sctp::SctpConfig::profile("linux-6").expect("linux-6"));
             // SCTP picks each path's source address by route lookup, as Linux does
             sctp_cfg.source_routes = node.routes.entries().into_iter().map(|(net, len, hop)| (net, len, node.ifaces[hop.iface as usize].addr.addr)).collect();
+            sctp_cfg.host_addrs = node.ifaces.iter().map(|f| f.addr.addr).collect();
             let tcp = wirelab_tcp::TcpEndpoint::new(tcp_cfg, Rng::stream(seed, &format!("node/{}/tcp", node.name)));
             let sctp = wirelab_sctp::SctpEndpoint::new(sctp_cfg, Rng::stream(seed, &format!("node/{}/sctp", node.name)));
             let mut st = HostStack::new(tcp, sctp, cfg.shim.clone());
