@@ -251,3 +251,42 @@ fn check_done_bytes(r: &RunResults, bytes: u64) -> f64 {
     assert_eq!(r.flows.iter().find(|f| f.name == "sshd").unwrap().rx_bytes, bytes + 4 * 512);
     c.transfer_time_s
 }
+
+/// The TCP–SCTP configuration: a shim client (unchanged TCP app) and a native SCTP server
+/// (`sctp-sink` on a host without a shim). The byte stream arrives as SCTP DATA on stream 0
+/// and the client's close is an SCTP SHUTDOWN the native server reads as EOF.
+#[test]
+fn shim_client_talks_to_a_native_sctp_server() {
+    let text = r#"[scenario]
+name = "tcp-sctp"
+duration = "20s"
+[[node]]
+name = "c"
+shim = ["remote enable any"]
+[[node]]
+name = "s"
+[[link]]
+a = { node = "c" }
+b = { node = "s" }
+netem = "rate 10mbit delay 10ms loss 1%"
+[[app]]
+name = "put"
+kind = "tcp-bulk"
+node = "c"
+dst = "s:9000"
+bytes = 1000000
+[[app]]
+name = "native"
+kind = "sctp-sink"
+node = "s"
+port = 9000
+"#;
+    let r = common::run(text, None);
+    let c = r.flows.iter().find(|f| f.name == "put").unwrap();
+    let s = r.flows.iter().find(|f| f.name == "native").unwrap();
+    assert_eq!((c.proto, c.state.as_str()), ("sctp", "done"), "{c:?}");
+    assert_eq!(s.rx_bytes, 1_000_000, "{s:?}");
+    assert!(c.retrans > 0, "1 % loss is repaired by SCTP: {c:?}");
+    let m: Vec<_> = r.shim_matches.iter().map(|m| (m.node.as_str(), m.transport)).collect();
+    assert_eq!(m, [("c", "sctp")]);
+}
