@@ -289,4 +289,12 @@ port = 9000
     assert!(c.retrans > 0, "1 % loss is repaired by SCTP: {c:?}");
     let m: Vec<_> = r.shim_matches.iter().map(|m| (m.node.as_str(), m.transport)).collect();
     assert_eq!(m, [("c", "sctp")]);
+    // the scp-like client's request/response rounds are answered by the native server too
+    let r = common::run(&text.replace("kind = \"tcp-bulk\"", "kind = \"tcp-file\""), None);
+    let c = r.flows.iter().find(|f| f.name == "put").unwrap();
+    let s = r.flows.iter().find(|f| f.name == "native").unwrap();
+    assert_eq!((c.kind, c.proto, c.state.as_str()), ("tcp-file", "sctp", "done"), "{c:?}");
+    assert_eq!(s.rx_bytes, 1_000_000 + 4 * 512, "{s:?}");
+    assert_eq!(s.tx_bytes, 4 * 512, "four replies");
+    assert!(c.transfer_time_s > 0.8 && c.transfer_time_s < 3.0, "{c:?}");
 }

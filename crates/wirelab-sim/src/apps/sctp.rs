@@ -193,6 +193,11 @@ pub struct SctpServerConn {
     pub last_rx: Option<Instant>,
     /// Final info.
     pub last_info: Option<wirelab_sctp::AssocInfo>,
+    /// File-transfer exchange (the `tcp-file` client's rounds, reaching a native SCTP
+    /// server through a shim): rounds left and message size, once the header was read.
+    pub exchange: Option<(u32, u32)>,
+    /// Bytes of the current exchange message still to read before replying.
+    pub exchange_left: u64,
     /// Closed.
     pub closed: bool,
 }
@@ -242,7 +247,19 @@ impl SctpServer {
                 if Some(s) == self.listener {
                     while let Some(c) = ctx.stack.sctp_mut().accept(s) {
                         ctx.stack.own_sctp(c, ctx.app);
-                        self.conns.push(SctpServerConn { sock: c, rx_bytes: 0, rx_msgs: 0, tx_bytes: 0, echo_backlog: 0, first_rx: None, last_rx: None, last_info: None, closed: false });
+                        self.conns.push(SctpServerConn {
+                            sock: c,
+                            rx_bytes: 0,
+                            rx_msgs: 0,
+                            tx_bytes: 0,
+                            echo_backlog: 0,
+                            first_rx: None,
+                            last_rx: None,
+                            last_info: None,
+                            exchange: None,
+                            exchange_left: 0,
+                            closed: false,
+                        });
                         let i = self.conns.len() - 1;
                         self.read(ctx, i);
                     }
@@ -271,12 +288,34 @@ impl SctpServer {
     }
 
     fn read(&mut self, ctx: &mut AppCtx, i: usize) {
+        use super::tcp::{EXCHANGE_HDR, EXCHANGE_MAGIC};
         let s = self.conns[i].sock;
         loop {
             if self.conns[i].echo_backlog > 0 || self.conns[i].closed {
                 return;
             }
-            match ctx.stack.sctp_mut().recv_discard(ctx.now, s, 1 << 20) {
+            let c = &mut self.conns[i];
+            let got = if c.exchange.is_none() && c.rx_bytes < EXCHANGE_HDR as u64 {
+                // peek the stream's first bytes for a file-transfer exchange header
+                let mut hdr = [0u8; EXCHANGE_HDR];
+                let want = EXCHANGE_HDR - c.rx_bytes as usize;
+                let r = ctx.stack.sctp_mut().recv(ctx.now, s, &mut hdr[..want]);
+                if let Ok(Some(r)) = r {
+                    if c.rx_bytes == 0 && r.len == EXCHANGE_HDR && hdr[..4] == EXCHANGE_MAGIC {
+                        let rounds = u32::from_be_bytes(hdr[4..8].try_into().unwrap_or_default());
+                        let size = u32::from_be_bytes(hdr[8..12].try_into().unwrap_or_default()).max(EXCHANGE_HDR as u32);
+                        c.exchange = Some((rounds, size));
+                        c.exchange_left = (size as usize - EXCHANGE_HDR) as u64;
+                    } else if r.len > 0 {
+                        c.exchange = Some((0, 0)); // a plain stream
+                    }
+                }
+                r
+            } else {
+                let max = if c.exchange_left > 0 { c.exchange_left as usize } else { 1 << 20 };
+                ctx.stack.sctp_mut().recv_discard(ctx.now, s, max)
+            };
+            match got {
                 Ok(Some(r)) if r.len > 0 => {
                     let c = &mut self.conns[i];
                     c.rx_bytes += r.len as u64;
@@ -285,7 +324,24 @@ impl SctpServer {
                     }
                     c.first_rx.get_or_insert(ctx.now);
                     c.last_rx = Some(ctx.now);
+                    if c.exchange_left > 0 && c.exchange.is_some_and(|(_, size)| size > 0) && c.rx_bytes > EXCHANGE_HDR as u64 {
+                        c.exchange_left = c.exchange_left.saturating_sub(r.len as u64);
+                    }
+                    if c.exchange_left == 0 {
+                        if let Some((rounds, size)) = c.exchange.filter(|&(r, sz)| r > 0 && sz > 0) {
+                            // reply (as one message on stream 0), then expect the next round
+                            let n = (size as usize).min(PATTERN.len());
+                            if let Ok(k) = ctx.stack.sctp_mut().send(ctx.now, s, 0, &PATTERN[..n], false) {
+                                c.tx_bytes += k as u64;
+                            }
+                            let left = rounds - 1;
+                            c.exchange = Some((left, size));
+                            c.exchange_left = if left > 0 { size as u64 } else { 0 };
+                            continue;
+                        }
+                    }
                     if self.echo {
+                        let c = &mut self.conns[i];
                         c.echo_backlog += r.len as u64;
                         self.flush(ctx, i);
                     }
