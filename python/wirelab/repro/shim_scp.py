@@ -1,8 +1,10 @@
 """Seed system 5 (transparent TCP-to-SCTP shim, issue #8): the scp study and the failover demo.
 
-Runs ``scenarios/shim/scp.toml`` with the ``wirelab`` CLI for every (profile, TCP or shim,
-loss rate, file size, seed), and ``scenarios/shim/failover.toml`` for the path-failure
-demo, then writes tables and figures::
+Runs the scp study with the ``wirelab`` CLI for every (profile, mode, loss rate, file size,
+seed) — modes ``tcp`` (shim disabled), ``shim`` (TCP–SCTP–TCP, shim on both ends,
+``scenarios/shim/scp.toml``) and ``native`` (TCP–SCTP, shim client and a native SCTP
+server, ``scenarios/shim/scp-native.toml``) — and ``scenarios/shim/failover.toml`` for the
+path-failure demo, then writes tables and figures::
 
     python -m wirelab.repro.shim_scp --wirelab /path/to/wirelab --out DIR [--jobs 2]
     python -m wirelab.repro.shim_scp --wirelab W --out DIR --runs 10 --runs-small 30   # quicker
@@ -10,6 +12,7 @@ demo, then writes tables and figures::
 
 Outputs in DIR: ``runs.jsonl`` (one line per run; rerunning resumes and skips finished
 runs), ``results.csv``, ``cells.csv`` (mean, sd, 95 % CI per cell), ``table.md``,
+``paired.csv``/``paired.md`` (native server vs shim-to-shim, seed by seed),
 ``stalls.csv`` (sender idle periods from captures of representative runs),
 ``shim-scp-<profile>.png``, ``failover/`` and ``shim-failover.png``.
 
@@ -22,7 +25,9 @@ The shim falls back to TCP when its fallback timer (3 s, wirelab's choice; the o
 is unknown) fires before the SCTP handshake completes. RTO.Initial is also 3 s, so one lost
 INIT / INIT-ACK / COOKIE-ECHO / COOKIE-ACK makes the connection fall back. Every run records
 which transport actually carried the bytes (``transport``), and the tables give both the
-shim as run and the runs that stayed on SCTP.
+shim as run and the runs that stayed on SCTP. With a native server the same event fails the
+connect (the server has no TCP listener), so the ``native`` column averages the runs that
+connected and counts the failures.
 """
 from __future__ import annotations
 
@@ -43,14 +48,20 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[3]
 SCP = ROOT / "scenarios" / "shim" / "scp.toml"
+SCP_NATIVE = ROOT / "scenarios" / "shim" / "scp-native.toml"
 FAILOVER = ROOT / "scenarios" / "shim" / "failover.toml"
 SIZES = {"50 KB": 51_200, "500 KB": 512_000, "5 MB": 5_242_880, "25 MB": 26_214_400}
 LOSSES = (0, 1, 3, 6, 10)
 PROFILES = ("freebsd-4.10", "linux-6")
-MODES = ("tcp", "shim")
+#: tcp: shim disabled on both hosts; shim: TCP–SCTP–TCP (shim on both ends, scp.toml);
+#: native: TCP–SCTP (shim client, native SCTP server `sctp-sink`, scp-native.toml)
+MODES = ("tcp", "shim", "native")
+SCENARIO = {"tcp": SCP, "shim": SCP, "native": SCP_NATIVE}
 #: "the same with the shim disabled": both hosts keep the shim, every rule says disable.
 TCP_OVERRIDES = ['node.c.shim=["remote default disable"]', 'node.s.shim=["local default disable"]']
-MODE_LABEL = {"tcp": "TCP (shim disabled)", "shim": "shim (SCTP)"}
+#: the failover demo with a native SCTP server: no shim on `s`, an `sctp-sink` on port 22
+NATIVE_FAILOVER = ["node.s.shim=[]", "app.sshd.kind=sctp-sink"]
+MODE_LABEL = {"tcp": "TCP (shim disabled)", "shim": "shim both ends (SCTP)", "native": "shim client, native SCTP server"}
 PROFILE_NOTE = {
     "freebsd-4.10": "TCP freebsd-4.10 (NewReno, no SACK); SCTP linux-2.6.37 (no KAME model)",
     "linux-6": "TCP linux-6 (CUBIC, SACK, RACK, PRR); SCTP linux-6",
@@ -111,6 +122,14 @@ def run_cli(cli: list[str], scenario: Path, out: Path, overrides: list[str], see
         raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr}")
 
 
+def fingerprint(d: Path) -> str:
+    """The run's fingerprint (summary.json), or '' if the CLI did not write one."""
+    f = d / "summary.json"
+    if not f.exists():
+        return ""
+    return str(json.loads(f.read_text()).get("fingerprint", ""))
+
+
 def transport_of(d: Path, flow: str = "scp") -> str:
     """The transport that carried the client's stream (`flows.csv` `proto`: `tcp`, or
     `sctp` for a shim connection that stayed on SCTP; a fallback says `tcp`)."""
@@ -125,7 +144,10 @@ def summarize(run: Run, d: Path) -> dict:
     row = {"profile": run.profile, "mode": run.mode, "loss": run.loss, "size": run.size,
            "bytes": SIZES[run.size], "seed": run.seed, "state": str(c["state"]),
            "transfer_time_s": float(c["transfer_time_s"]), "goodput_bps": float(c["goodput_bps"]),
-           "server_rx": int(s["rx_bytes"]), "transport": transport_of(d)}
+           "server_rx": int(s["rx_bytes"]), "transport": transport_of(d),
+           # shim over SCTP: DATA chunks sent and SCTP retransmissions (flows.csv since 7018042)
+           "tx_packets": int(c["tx_packets"]), "retrans": int(c["retrans"]),
+           "error": "" if pd.isna(c.get("error")) else str(c["error"])}
     # data phase: bytes written / sender goodput (t_data → done), the "data phase" time of §5.5
     row["data_time_s"] = SIZES[run.size] * 8 / row["goodput_bps"] if row["goodput_bps"] > 0 else float("nan")
     row["tcp_retrans"] = int(c["retrans"]) if row["transport"] == "tcp" else -1
@@ -148,7 +170,7 @@ def run_grid(cli: list[str], runs: list[Run], out: Path, jobs: int) -> pd.DataFr
 
     def one(r: Run) -> None:
         d = tmp / r.key.replace("/", "_")
-        run_cli(cli, SCP, d, r.overrides(), seed=r.seed)
+        run_cli(cli, SCENARIO[r.mode], d, r.overrides(), seed=r.seed)
         row = summarize(r, d)
         row["key"] = r.key
         shutil.rmtree(d, ignore_errors=True)
@@ -182,7 +204,9 @@ def cells(df: pd.DataFrame) -> pd.DataFrame:
                "ci95_s": t975(n - 1) * sd / math.sqrt(n) if n > 1 else float("nan"),
                "median_s": float(np.median(t)) if n else float("nan"),
                "data_mean_s": float(ok["data_time_s"].mean()) if n else float("nan"),
-               "fallbacks": int((g["transport"] == "tcp").sum()) if m == "shim" else 0}
+               # shim: connections that fell back to TCP; native: the same event, which fails
+               # the connect (the native server has no TCP listener: ECONNREFUSED)
+               "fallbacks": int((g["transport"] == "tcp").sum()) if m != "tcp" else 0}
         sc = ok[ok["transport"] == "sctp"]["transfer_time_s"].to_numpy()
         row["sctp_n"] = len(sc)
         row["sctp_mean_s"] = float(np.mean(sc)) if len(sc) else float("nan")
@@ -202,43 +226,94 @@ def _ci(m: float, c: float) -> str:
 
 
 def write_table(cs: pd.DataFrame, path: Path) -> str:
-    """Markdown: per profile and size, rows = loss; TCP, shim as run, shim on SCTP only, ratio."""
+    """Markdown: per profile, rows = (size, loss); TCP, shim on both ends as run, ratio,
+    fallbacks, shim runs on SCTP only, and the shim client with a native SCTP server (runs
+    that connected; those whose handshake fell back fail) with its ratio to TCP."""
     out = []
     for p in PROFILES:
         sub = cs[cs["profile"] == p]
         if sub.empty:
             continue
         out.append(f"\n**{p}** — {PROFILE_NOTE[p]}. Transfer time in s, mean ± 95 % CI half-width "
-                   "(connect → server's FIN; n runs per cell).\n")
-        out.append("| size | loss | n | TCP | shim (as run) | shim/TCP | fallbacks to TCP | shim runs on SCTP only (n) |")
-        out.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+                   "(connect → EOF from the server; n runs per cell).\n")
+        out.append("| size | loss | n | TCP | shim both ends (as run) | shim/TCP | fallbacks to TCP | "
+                   "shim both ends, runs on SCTP only (n) | native server (n done) | native/TCP | native: failed connects |")
+        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for s in SIZES:
             for l in LOSSES:
-                t = sub[(sub["mode"] == "tcp") & (sub["size"] == s) & (sub["loss"] == l)]
-                h = sub[(sub["mode"] == "shim") & (sub["size"] == s) & (sub["loss"] == l)]
-                if t.empty and h.empty:
+                r = {m: sub[(sub["mode"] == m) & (sub["size"] == s) & (sub["loss"] == l)] for m in MODES}
+                r = {m: (g.iloc[0] if not g.empty else None) for m, g in r.items()}
+                if all(v is None for v in r.values()):
                     continue
-                tr, hr = (t.iloc[0] if not t.empty else None), (h.iloc[0] if not h.empty else None)
+                tr, hr, nr = r["tcp"], r["shim"], r["native"]
                 tm = tr["mean_s"] if tr is not None else float("nan")
-                hm = hr["mean_s"] if hr is not None else float("nan")
-                ratio = f"{hm / tm:.2f}" if tr is not None and hr is not None else "–"
-                n = int((tr if tr is not None else hr)["n"])
+
+                def ratio(x):
+                    return f"{x['mean_s'] / tm:.2f}" if x is not None and tr is not None else "–"
+
+                n = int(next(v for v in r.values() if v is not None)["n"])
                 undone = ""
-                for lab, r in (("TCP", tr), ("shim", hr)):
-                    if r is not None and r["done"] < r["n"]:
-                        undone += f" ({lab}: {int(r['n'] - r['done'])} unfinished)"
+                for lab, x in (("TCP", tr), ("shim", hr), ("native", nr)):
+                    missing = 0 if x is None else int(x["n"] - x["done"]) - (int(x["fallbacks"]) if lab == "native" else 0)
+                    if missing > 0:
+                        undone += f" ({lab}: {missing} unfinished)"
                 out.append(
-                    f"| {s} | {l:g} % | {n} | {_ci(tm, tr['ci95_s'] if tr is not None else 0)} | "
-                    f"{_ci(hm, hr['ci95_s'] if hr is not None else 0)} | {ratio}{undone} | "
+                    f"| {s} | {l:g} % | {n} | {_ci(tm, tr['ci95_s']) if tr is not None else '–'} | "
+                    f"{_ci(hr['mean_s'], hr['ci95_s']) if hr is not None else '–'} | {ratio(hr)}{undone} | "
                     f"{int(hr['fallbacks']) if hr is not None else '–'} | "
-                    f"{_ci(hr['sctp_mean_s'], hr['sctp_ci95_s']) if hr is not None else '–'} ({int(hr['sctp_n']) if hr is not None else 0}) |")
+                    f"{_ci(hr['sctp_mean_s'], hr['sctp_ci95_s']) + ' (' + str(int(hr['sctp_n'])) + ')' if hr is not None else '–'} | "
+                    f"{_ci(nr['mean_s'], nr['ci95_s']) + ' (' + str(int(nr['done'])) + ')' if nr is not None else '–'} | "
+                    f"{ratio(nr)} | {int(nr['fallbacks']) if nr is not None else '–'} |")
     text = "\n".join(out) + "\n"
     path.write_text(text)
     return text
 
 
+def paired(df: pd.DataFrame) -> pd.DataFrame:
+    """Per cell: the shim-to-shim runs that stayed on SCTP against the native-server runs of
+    the same seeds (same loss pattern: the runs differ only in the server's shim). Counts the
+    seeds in one set but not the other, and the per-seed differences native − shim."""
+    k = ["profile", "loss", "size", "seed"]
+    sh = df[(df["mode"] == "shim") & (df["transport"] == "sctp") & (df["state"] == "done")]
+    na = df[(df["mode"] == "native") & (df["state"] == "done")]
+    m = sh[k + ["transfer_time_s", "tx_packets"]].merge(na[k + ["transfer_time_s", "tx_packets"]], on=k, how="outer",
+                                                        suffixes=("_shim", "_native"), indicator=True)
+    rows = []
+    for (p, l, s), g in m.groupby(["profile", "loss", "size"], sort=False):
+        both = g[g["_merge"] == "both"]
+        d = (both["transfer_time_s_native"] - both["transfer_time_s_shim"]).to_numpy()
+        dp = (both["tx_packets_native"] - both["tx_packets_shim"]).to_numpy()
+        rows.append({"profile": p, "loss": l, "size": s, "pairs": len(both),
+                     "shim_sctp_only": int((g["_merge"] == "left_only").sum()),
+                     "native_only": int((g["_merge"] == "right_only").sum()),
+                     "diff_mean_ms": float(d.mean() * 1e3) if len(d) else float("nan"),
+                     "diff_min_ms": float(d.min() * 1e3) if len(d) else float("nan"),
+                     "diff_max_ms": float(d.max() * 1e3) if len(d) else float("nan"),
+                     "identical_within_1ms": int((np.abs(d) < 1e-3).sum()),
+                     "tx_packets_diff_mean": float(dp.mean()) if len(dp) else float("nan")})
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    order = {p: i for i, p in enumerate(PROFILES)}, {s: i for i, s in enumerate(SIZES)}
+    return out.sort_values(["profile", "size", "loss"], key=lambda c: c.map(order[0]) if c.name == "profile"
+                           else c.map(order[1]) if c.name == "size" else c).reset_index(drop=True)
+
+
+def paired_table(pr: pd.DataFrame) -> str:
+    lines = ["| profile | size | loss | seeds on SCTP in both | only shim–shim / only native | "
+             "native − shim, mean (min … max) ms | pairs within 1 ms | DATA packets, native − shim (mean) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for _, r in pr.iterrows():
+        lines.append(f"| {r['profile']} | {r['size']} | {r['loss']:g} % | {r['pairs']} | "
+                     f"{r['shim_sctp_only']} / {r['native_only']} | {r['diff_mean_ms']:.1f} "
+                     f"({r['diff_min_ms']:.1f} … {r['diff_max_ms']:.1f}) | {r['identical_within_1ms']} | "
+                     f"{r['tx_packets_diff_mean']:+.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 def plot_profile(cs: pd.DataFrame, profile: str, path: Path) -> None:
-    """Transfer time vs loss, one panel per file size, TCP vs shim with 95 % CIs."""
+    """Transfer time vs loss, one panel per file size: TCP, shim on both ends, shim client
+    with a native SCTP server, with 95 % CIs."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -250,15 +325,19 @@ def plot_profile(cs: pd.DataFrame, profile: str, path: Path) -> None:
         return
     fig, axes = plt.subplots(1, len(sizes), figsize=(3 * len(sizes), 3.3), squeeze=False)
     axes = axes[0]
-    colors = {"tcp": "#d62728", "shim": "#1f77b4"}
+    colors = {"tcp": "#d62728", "shim": "#1f77b4", "native": "#2ca02c"}
     for ax, s in zip(axes, sizes):
         for i, m in enumerate(MODES):
             g = sub[(sub["mode"] == m) & (sub["size"] == s)].sort_values("loss")
-            x = g["loss"].to_numpy() + (i - 0.5) * 0.25
-            ax.errorbar(x, g["mean_s"], yerr=g["ci95_s"], fmt="o-", ms=3.5, lw=1.2, capsize=2.5,
-                        color=colors[m], label=MODE_LABEL[m] + (" as run" if m == "shim" else ""))
+            if g.empty:
+                continue
+            x = g["loss"].to_numpy() + (i - 1) * 0.25
+            label = {"tcp": MODE_LABEL[m], "shim": MODE_LABEL[m] + " as run",
+                     "native": MODE_LABEL[m] + " (connected runs)"}[m]
+            ax.errorbar(x, g["mean_s"], yerr=g["ci95_s"], fmt="s-" if m == "native" else "o-", ms=3.5,
+                        lw=1.0 if m == "native" else 1.2, capsize=2.5, color=colors[m], label=label)
             if m == "shim":
-                ax.plot(x, g["sctp_mean_s"], "--", lw=0.9, color=colors[m], alpha=0.7, label="shim runs that stayed on SCTP")
+                ax.plot(x, g["sctp_mean_s"], "--", lw=0.9, color=colors[m], alpha=0.7, label="shim both ends, runs that stayed on SCTP")
         line = SIZES[s] * 8 / 1.5e6
         ax.axhline(line, color="#888888", lw=0.7, ls=":")
         ax.set_title(f"{s} ({int(sub[sub['size'] == s]['n'].max()) if not sub.empty else 0} runs/cell)", fontsize=9)
@@ -319,7 +398,7 @@ def stalls(cli: list[str], out: Path, losses=(3, 6, 10), size="5 MB", seeds=rang
     the bytes, with the sender's mean window, flight and srtt (100 ms samples)."""
     rows = []
     for p in PROFILES:
-        for m in MODES:
+        for m in ("tcp", "shim"):
             for l in losses:
                 for sd in seeds:
                     r = Run(p, m, l, size, sd)
@@ -357,14 +436,14 @@ def stalls_table(df: pd.DataFrame) -> str:
 # ---- the failover demo ----
 
 def failover(cli: list[str], out: Path) -> pd.DataFrame:
-    """Runs the path-failure demo (TCP vs shim, both profiles); returns receiver throughput
-    series; writes failover/summary.csv."""
+    """Runs the path-failure demo (TCP, shim on both ends, shim client with a native SCTP
+    server; both profiles); returns receiver throughput series; writes failover/summary.csv."""
     base = out / "failover"
     series, rows = [], []
     for p in PROFILES:
         for m in MODES:
             d = base / f"{p}-{m}"
-            ov = [f"scenario.profile={p}"] + (TCP_OVERRIDES if m == "tcp" else [])
+            ov = [f"scenario.profile={p}"] + (TCP_OVERRIDES if m == "tcp" else NATIVE_FAILOVER if m == "native" else [])
             run_cli(cli, FAILOVER, d, ov + ['measure.capture=["s"]'])
             ts = pd.read_csv(d / "flow_timeseries.csv")
             ts = ts[ts["flow"] == "sshd"].copy().sort_values("time_s")
@@ -389,6 +468,7 @@ def failover(cli: list[str], out: Path) -> pd.DataFrame:
                         key = (cap.stem, {6: "tcp", 132: "sctp"}.get(pkt[23], str(pkt[23])))
                         pk[key] = pk.get(key, 0) + 1
             rows.append({"profile": p, "mode": m, "transport": transport_of(d), "state": fl.loc["scp", "state"],
+                         "retrans": int(fl.loc["scp", "retrans"]), "fingerprint": fingerprint(d),
                          "transfer_time_s": fl.loc["scp", "transfer_time_s"], "server_rx": fl.loc["sshd", "rx_bytes"],
                          "packets_by_iface": "; ".join(f"{k[0]} {k[1]} {v}" for k, v in sorted(pk.items()))})
     df = pd.DataFrame(rows)
@@ -403,14 +483,18 @@ def plot_failover(ts: pd.DataFrame, summ: pd.DataFrame, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(len(PROFILES), 1, figsize=(9, 2.3 * len(PROFILES) + 0.4), sharex=True)
-    colors = {"tcp": "#d62728", "shim": "#1f77b4"}
+    colors = {"tcp": "#d62728", "shim": "#1f77b4", "native": "#2ca02c"}
+    style = {"shim": dict(lw=2.6, alpha=0.6), "native": dict(lw=1.0, ls="--"), "tcp": dict(lw=1.0)}
     for ax, p in zip(axes, PROFILES):
-        for m in ("shim", "tcp"):  # TCP drawn on top, thinner, so both show where they overlap
+        for m in ("shim", "native", "tcp"):  # thin lines on top, so all show where they overlap
             g = ts[(ts["profile"] == p) & (ts["mode"] == m)]
-            sm = summ[(summ["profile"] == p) & (summ["mode"] == m)].iloc[0]
+            sel = summ[(summ["profile"] == p) & (summ["mode"] == m)]
+            if g.empty or sel.empty:
+                continue
+            sm = sel.iloc[0]
             done = f"done at {sm['transfer_time_s']:.1f} s" if sm["state"] == "done" else f"not done at 200 s ({sm['server_rx'] / 1e6:.2f} MB received)"
-            ax.plot(g["time_s"], g["rx_rate_bps"] / 1e6, color=colors[m], lw=2.2 if m == "shim" else 1.0, alpha=0.7 if m == "shim" else 1.0,
-                    drawstyle="steps-pre", label=f"{MODE_LABEL[m]}: {done}")
+            ax.plot(g["time_s"], g["rx_rate_bps"] / 1e6, color=colors[m], drawstyle="steps-pre",
+                    label=f"{MODE_LABEL[m]}: {done}", **style[m])
         for x in (10, 110):
             ax.axvline(x, color="#444444", lw=0.8, ls="--")
         ax.text(10.5, 2.7, "primary down", fontsize=7)
@@ -441,6 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--losses", default=",".join(map(str, LOSSES)), help="comma-separated loss rates in %%")
     ap.add_argument("--set", dest="extra", action="append", default=[], metavar="K=V",
                     help="extra override for every scp run, e.g. node.c.shim_fallback=off (use a separate --out)")
+    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of: " + ", ".join(MODES))
     ap.add_argument("--only", choices=("scp", "stalls", "failover", "report"), default=None)
     args = ap.parse_args(argv)
     out: Path = args.out
@@ -449,10 +534,11 @@ def main(argv: list[str] | None = None) -> int:
     profiles = [p for p in args.profiles.split(",") if p]
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     losses = [float(x) for x in args.losses.split(",") if x.strip()]
-    bad = [s for s in sizes if s not in SIZES] + [p for p in profiles if p not in PROFILES]
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    bad = [s for s in sizes if s not in SIZES] + [p for p in profiles if p not in PROFILES] + [m for m in modes if m not in MODES]
     if bad:
         ap.error(f"unknown size or profile: {', '.join(bad)}")
-    runs = [Run(p, m, l, s, sd, tuple(args.extra)) for p in profiles for s in sizes for l in losses for m in MODES
+    runs = [Run(p, m, l, s, sd, tuple(args.extra)) for p in profiles for s in sizes for l in losses for m in modes
             for sd in range(1, (args.runs_small if s == "50 KB" else args.runs) + 1)]
     if args.only in (None, "scp", "report"):
         df = run_grid(cli, runs, out, args.jobs) if args.only != "report" else pd.read_csv(out / "results.csv")
@@ -460,6 +546,11 @@ def main(argv: list[str] | None = None) -> int:
         cs = cells(df)
         cs.to_csv(out / "cells.csv", index=False)
         print(write_table(cs, out / "table.md"))
+        pr = paired(df)
+        if not pr.empty:
+            pr.to_csv(out / "paired.csv", index=False)
+            (out / "paired.md").write_text(paired_table(pr))
+            print(paired_table(pr))
         for p in profiles:
             plot_profile(cs, p, out / f"shim-scp-{p}.png")
     if args.only in (None, "stalls"):
