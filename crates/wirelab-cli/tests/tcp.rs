@@ -232,3 +232,49 @@ fn tshark_sees_handshake_options_sack_half_close_and_rst_without_errors() {
     assert_eq!(flow["retransmitted_segments"].as_u64().unwrap() + syn_rtx, f0.retrans, "analyzer vs tcp_info retransmissions");
     assert_eq!(flow["acked_bytes"].as_u64().unwrap(), 2_000_000);
 }
+
+/// Checksum offload: receivers verify only packets a link corrupted, and those are
+/// dropped (TCP repairs them), so a transfer over `corrupt 2%` completes with about 2 %
+/// of its segments retransmitted. Verifying every packet (`checksum_offload = false`)
+/// gives the identical run.
+#[test]
+fn corrupted_segments_are_dropped_and_offload_changes_nothing() {
+    let text = |offload: bool| {
+        format!(
+            r#"[scenario]
+name = "corrupt"
+duration = "30s"
+checksum_offload = {offload}
+[[node]]
+name = "a"
+[[node]]
+name = "b"
+[[link]]
+a = {{ node = "a", netem = "rate 10mbit delay 10ms corrupt 2%" }}
+b = {{ node = "b" }}
+netem = "rate 10mbit delay 10ms"
+[[app]]
+name = "put"
+kind = "tcp-bulk"
+node = "a"
+dst = "b:5001"
+bytes = 2000000
+[[app]]
+name = "sink"
+kind = "tcp-sink"
+node = "b"
+port = 5001
+"#
+        )
+    };
+    let r = common::run(&text(true), None);
+    let put = r.flows.iter().find(|f| f.name == "put").unwrap();
+    assert_eq!(put.state, "done", "{put:?}");
+    assert_eq!(r.flows.iter().find(|f| f.name == "sink").unwrap().rx_bytes, 2_000_000);
+    let corrupted = r.links.iter().map(|l| l.corrupted).sum::<u64>();
+    assert!(corrupted > 15, "{corrupted}");
+    // every corrupted data segment was discarded and sent again
+    assert!(put.retrans * 10 >= corrupted * 7, "retrans {} for {corrupted} corrupted packets", put.retrans);
+    let all = common::run(&text(false), None);
+    assert_eq!(r.fingerprint, all.fingerprint, "verifying every packet changes nothing");
+}

@@ -33,6 +33,12 @@ pub struct PktMeta {
     pub priority: u32,
     /// Node-local interface the packet arrived on or leaves by (driver use only).
     pub iface: u32,
+    /// A link or netem qdisc flipped a bit (`corrupt`). Receivers verify transport
+    /// checksums of such packets only; every other packet left a wirelab stack with
+    /// correct checksums, and the simulated NIC vouches for them as a checksum-offloading
+    /// NIC does (`skb->ip_summed = CHECKSUM_UNNECESSARY`). The bytes always carry the
+    /// real checksums (captures verify in tshark).
+    pub corrupted: bool,
 }
 
 impl Pkt {

@@ -304,6 +304,7 @@ impl LinkDirection {
             let i = self.rng_corrupt.below(pkt.data.len() as u64) as usize;
             let bit = self.rng_corrupt.below(8);
             pkt.data[i] ^= 1 << bit;
+            pkt.meta.corrupted = true;
             corrupted = true;
             self.stats.corrupted += 1;
         }

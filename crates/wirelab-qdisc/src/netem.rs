@@ -181,6 +181,7 @@ impl NetemQdisc {
             let i = self.rng_corrupt.below(pkt.data.len() as u64) as usize;
             let bit = self.rng_corrupt.below(8);
             pkt.data[i] ^= 1 << bit;
+            pkt.meta.corrupted = true;
             self.x.corrupted += 1;
         }
         self.backlog += pkt.len();

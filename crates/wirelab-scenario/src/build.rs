@@ -172,6 +172,7 @@ impl Scenario {
             };
             sim.add_route(n, net, len, iface, via);
         }
+        sim.set_verify_checksums(!d.scenario.checksum_offload.unwrap_or(true));
         if d.scenario.auto_routes.unwrap_or(true) {
             sim.auto_routes();
         }

@@ -59,6 +59,10 @@ pub struct Meta {
     /// Compute shortest-path routes to every subnet automatically (default true).
     #[serde(default)]
     pub auto_routes: Option<bool>,
+    /// Checksum offload (default true): receivers verify transport checksums only of
+    /// packets a link or netem qdisc corrupted; `false` verifies every packet.
+    #[serde(default)]
+    pub checksum_offload: Option<bool>,
 }
 
 /// `[[node]]`.

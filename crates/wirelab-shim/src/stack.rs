@@ -370,9 +370,16 @@ impl ShimStack {
     /// A TCP (`proto` 6) or SCTP (`proto` 132) packet, the IPv4 payload, addressed to
     /// this host. Other protocols are ignored.
     pub fn handle_packet(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, proto: u8, tos: u8, bytes: &[u8]) {
+        self.handle_packet_csum(now, src, dst, proto, tos, bytes, true);
+    }
+
+    /// [`Self::handle_packet`] with the transport checksum check optional (`verify =
+    /// false`: the driver vouches for it, `CHECKSUM_UNNECESSARY`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn handle_packet_csum(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, proto: u8, tos: u8, bytes: &[u8], verify: bool) {
         self.now = now;
         match proto {
-            6 => self.tcp.handle_packet(now, src, dst, tos, bytes),
+            6 => self.tcp.handle_packet_csum(now, src, dst, tos, bytes, verify),
             132 => {
                 match if self.cfg.advertise { adapt::strip_indication(bytes) } else { Found::No } {
                     Found::Yes(_, stripped) => {
@@ -381,9 +388,9 @@ impl ShimStack {
                             let dport = u16::from_be_bytes([bytes[2], bytes[3]]);
                             self.note_cap(now, (dport, sport, src));
                         }
-                        self.sctp.handle_packet(now, src, dst, tos, &stripped);
+                        self.sctp.handle_packet_csum(now, src, dst, tos, &stripped, verify);
                     }
-                    Found::No => self.sctp.handle_packet(now, src, dst, tos, bytes),
+                    Found::No => self.sctp.handle_packet_csum(now, src, dst, tos, bytes, verify),
                 }
             }
             _ => return,

@@ -142,6 +142,9 @@ pub struct Sim {
     pub(crate) changes: Vec<(Instant, Change)>,
     pub(crate) next_pkt_id: u64,
     pub(crate) drops: Vec<Pkt>,
+    /// Verify every received transport checksum, not only those of corrupted packets
+    /// (`[scenario] checksum_offload = false`).
+    pub(crate) verify_checksums: bool,
     pub(crate) rec: Recorder,
     pub(crate) counters: RunCounters,
     pub(crate) sample_interval: Duration,
@@ -180,6 +183,7 @@ impl Sim {
             changes: Vec::new(),
             next_pkt_id: 0,
             drops: Vec::new(),
+            verify_checksums: false,
             rec: Recorder::default(),
             counters: RunCounters::default(),
             sample_interval: Duration::from_millis(100),
@@ -607,6 +611,12 @@ impl Sim {
         node.ifaces[hop.iface as usize].qdisc.leaf_class(&pkt).map(|c| c.0)
     }
 
+    /// Receivers verify every transport checksum (`true`) or only those of packets a
+    /// link or netem qdisc corrupted (`false`, the default: checksum offload).
+    pub fn set_verify_checksums(&mut self, on: bool) {
+        self.verify_checksums = on;
+    }
+
     /// Source address for traffic from `n` to `dst` (the outgoing interface's address).
     fn source_addr(&self, n: NodeId, dst: Ipv4Addr) -> Option<Ipv4Addr> {
         let node = &self.nodes[n as usize];
@@ -933,7 +943,7 @@ impl Sim {
                     node.counters.no_socket += 1;
                     return;
                 };
-                let ok = u.verify_checksum(src, dst);
+                let ok = !(pkt.meta.corrupted || self.verify_checksums) || u.verify_checksum(src, dst);
                 let dport = u.dst_port();
                 if node.stack_cfg.rate.is_some() {
                     // receiver-side UDP policy (seed 003): OKAY → DROP → WARN → KILL
@@ -988,7 +998,9 @@ impl Sim {
                 if let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() {
                     let ipp = Ipv4Packet::new_unchecked(&pkt.data[..]);
                     let payload = ipp.payload();
-                    stack.handle_packet(now, src, dst, proto, tos, payload);
+                    // checksum offload: only corrupted packets are verified (PktMeta::corrupted)
+                    let verify = pkt.meta.corrupted || self.verify_checksums;
+                    stack.handle_packet(now, src, dst, proto, tos, payload, verify);
                 }
                 self.recycle(pkt.data);
                 self.service_stack(n);

@@ -175,16 +175,19 @@ impl HostStack {
         }
     }
 
-    pub(crate) fn handle_packet(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, proto: u8, tos: u8, payload: &[u8]) {
+    /// A TCP or SCTP datagram payload for this host; `verify` = check its transport
+    /// checksum (only packets a link corrupted need it, see `PktMeta::corrupted`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn handle_packet(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, proto: u8, tos: u8, payload: &[u8], verify: bool) {
         match &mut self.engines {
             Engines::Plain { tcp, sctp } => {
                 if proto == wirelab_wire::ip_proto::TCP {
-                    tcp.handle_packet(now, src, dst, tos, payload);
+                    tcp.handle_packet_csum(now, src, dst, tos, payload, verify);
                 } else {
-                    sctp.handle_packet(now, src, dst, tos, payload);
+                    sctp.handle_packet_csum(now, src, dst, tos, payload, verify);
                 }
             }
-            Engines::Shim(sh) => sh.handle_packet(now, src, dst, proto, tos, payload),
+            Engines::Shim(sh) => sh.handle_packet_csum(now, src, dst, proto, tos, payload, verify),
         }
     }
 
