@@ -278,3 +278,48 @@ port = 5001
     let all = common::run(&text(false), None);
     assert_eq!(r.fingerprint, all.fingerprint, "verifying every packet changes nothing");
 }
+
+/// `tcp-thin` presets (Table 2.1 of the thin-stream thesis): `preset = "ssh"` writes 48-byte
+/// payloads with exponential gaps of mean 323 ms; explicit keys override the preset; an
+/// unknown preset is a clear error naming the available ones.
+#[test]
+fn thin_stream_presets_set_size_and_itt() {
+    let text = |extra: &str| {
+        format!(
+            r#"[scenario]
+name = "preset"
+duration = "600s"
+[[node]]
+name = "a"
+[[node]]
+name = "b"
+[[link]]
+a = {{ node = "a" }}
+b = {{ node = "b" }}
+netem = "rate 10mbit delay 10ms"
+[[app]]
+name = "thin"
+kind = "tcp-thin"
+node = "a"
+dst = "b:22"
+{extra}
+[[app]]
+name = "sink"
+kind = "tcp-sink"
+node = "b"
+port = 22
+"#
+        )
+    };
+    let r = common::run(&text("preset = \"ssh\""), None);
+    let t = r.flows.iter().find(|f| f.name == "thin").unwrap();
+    assert_eq!(t.tx_bytes, t.tx_packets * 48, "{t:?}");
+    let expect = 600.0 / 0.323;
+    assert!((t.tx_packets as f64 / expect - 1.0).abs() < 0.1, "{} writes, expected ≈ {expect:.0}", t.tx_packets);
+    let r = common::run(&text("preset = \"ssh\"\nsize = 100\ninterval = \"1s\"\nitt_dist = \"fixed\""), None);
+    let t = r.flows.iter().find(|f| f.name == "thin").unwrap();
+    assert_eq!(t.tx_bytes, 100 * t.tx_packets, "{t:?}");
+    assert!((599..=600).contains(&t.tx_packets), "one write per second after the handshake: {t:?}");
+    let e = wirelab_scenario::Scenario::from_text("<t>", &text("preset = \"quake\""), &[]).and_then(|s| s.build(&wirelab_scenario::BuildOptions::default()).map(|_| ())).unwrap_err();
+    assert!(e.to_string().contains("unknown thin-stream preset `quake`") && e.to_string().contains("ssh"), "{e}");
+}

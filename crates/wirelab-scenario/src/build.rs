@@ -274,7 +274,15 @@ impl Scenario {
                 }
                 "tcp-thin" => {
                     let dst_s = a.dst.as_ref().ok_or_else(|| self.error_at(span(&a.kind), "app `tcp-thin` needs `dst` (ADDR:PORT or NODE:PORT)"))?;
-                    let itt_d = a.interval.as_ref().map(|i| self.time(i)).transpose()?.unwrap_or(Duration::from_millis(100));
+                    let preset = match &a.preset {
+                        Some(p) => Some(crate::THIN_PRESETS.iter().find(|x| x.0 == p.get_ref().as_str()).ok_or_else(|| {
+                            let names: Vec<&str> = crate::THIN_PRESETS.iter().map(|x| x.0).collect();
+                            self.error_at(span(p), format!("unknown thin-stream preset `{}` (available: {})", p.get_ref(), names.join(", ")))
+                        })?),
+                        None => None,
+                    };
+                    let itt_default = Duration::from_millis(preset.map_or(100, |x| x.2));
+                    let itt_d = a.interval.as_ref().map(|i| self.time(i)).transpose()?.unwrap_or(itt_default);
                     if itt_d == Duration::ZERO {
                         return Err(self.error_at(span(a.interval.as_ref().unwrap()), "interval must be positive"));
                     }
@@ -296,7 +304,8 @@ impl Scenario {
                         }
                         Itt::Replay(v)
                     } else {
-                        match a.itt_dist.as_ref().map(|d| d.get_ref().as_str()) {
+                        let dist = a.itt_dist.as_ref().map(|d| d.get_ref().as_str()).or(preset.map(|_| "exponential"));
+                        match dist {
                             None | Some("fixed") | Some("uniform") => match jitter {
                                 Some(j) if j > itt_d => return Err(self.error_at(span(a.jitter.as_ref().unwrap()), "jitter must not exceed the interval")),
                                 Some(j) => Itt::Uniform(itt_d, j),
@@ -311,7 +320,7 @@ impl Scenario {
                         // thin-stream applications (games, VoIP, SSH) set TCP_NODELAY
                         opts.insert(0, wirelab_tcp::SockOpt::NoDelay(true));
                     }
-                    let size = self.positive_size(a.size.as_ref(), 120)?;
+                    let size = self.positive_size(a.size.as_ref(), preset.map_or(120, |x| x.1))?;
                     AppKind::TcpThin(TcpThin {
                         dst: self.resolve(&sim, dst_s)?,
                         start,
