@@ -107,6 +107,8 @@ fn remote_rules_decide_per_destination() {
     let (r, (tcp, sctp)) = run(off, SHIM, "rules");
     check_done(&r);
     assert!(tcp > 300 && sctp == 0, "first match (disable) wins: {tcp} TCP, {sctp} SCTP");
+    let c = r.flows.iter().find(|f| f.name == "scp").unwrap();
+    assert!(c.tx_packets > 300 && c.retrans > 0, "a TCP connection on a shim node keeps its counters: {c:?}");
     let rows: Vec<_> = r.shim_matches.iter().map(|m| (m.node.as_str(), m.chain, m.rule.as_str(), m.policy, m.transport)).collect();
     assert_eq!(
         rows,

@@ -1217,13 +1217,6 @@ impl ShimStack {
                 }
                 SockEvent::Closed | SockEvent::Reset | SockEvent::ConnectFailed => {
                     let done = c.app_closed;
-                    if ev == SockEvent::Closed && !c.peer_closed_reported {
-                        // graceful SHUTDOWN complete (a native peer has no half-close marker):
-                        // the peer is done sending, so the TCP app reads EOF first, as a
-                        // one-to-one SCTP socket's recv() returns 0
-                        c.peer_closed_reported = true;
-                        self.emit(idx, SockEvent::PeerClosed);
-                    }
                     self.emit(idx, ev);
                     if done {
                         self.by_tcp.remove(&t);

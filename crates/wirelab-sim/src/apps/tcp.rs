@@ -163,7 +163,7 @@ impl ClientState {
 
     /// The peer's FIN: after our own FIN it completes the transfer; closes the socket.
     fn peer_closed(&mut self, ctx: &mut AppCtx, s: SocketId) {
-        self.last_info = ctx.stack.s_info(s);
+        self.last_info = ctx.stack.s_info(s).or(self.last_info);
         self.last_sctp = ctx.stack.s_sctp_stats(s).or(self.last_sctp);
         if self.phase == ClientPhase::Closing {
             self.phase = ClientPhase::Done;
@@ -174,7 +174,7 @@ impl ClientState {
 
     /// Reset or refused.
     fn failed(&mut self, ctx: &mut AppCtx, s: SocketId, ev: SockEvent) {
-        self.last_info = ctx.stack.s_info(s);
+        self.last_info = ctx.stack.s_info(s).or(self.last_info);
         self.last_sctp = ctx.stack.s_sctp_stats(s).or(self.last_sctp);
         self.phase = ClientPhase::Failed;
         self.error = Some(if ev == SockEvent::Reset { SockError::ConnectionReset } else { SockError::ConnectionRefused });
@@ -287,7 +287,7 @@ impl TcpBulk {
                     SockEvent::Reset | SockEvent::ConnectFailed => st.failed(ctx, s, ev),
                     SockEvent::Closed => {
                         if st.last_info.is_none() {
-                            st.last_info = ctx.stack.s_info(s);
+                            st.last_info = ctx.stack.s_info(s).or(st.last_info);
                             st.last_sctp = ctx.stack.s_sctp_stats(s).or(st.last_sctp);
                         }
                     }
@@ -513,7 +513,7 @@ impl TcpServer {
                     SockEvent::Reset | SockEvent::Closed => {
                         let c = &mut self.conns[i];
                         if c.last_info.is_none() {
-                            c.last_info = ctx.stack.s_info(s);
+                            c.last_info = ctx.stack.s_info(s).or(c.last_info);
                             c.last_sctp = ctx.stack.s_sctp_stats(s).or(c.last_sctp);
                         }
                         c.closed = true;
@@ -600,7 +600,7 @@ impl TcpServer {
             let c = &mut self.conns[i];
             if eof && !c.eof {
                 c.eof = true;
-                c.last_info = ctx.stack.s_info(s);
+                c.last_info = ctx.stack.s_info(s).or(c.last_info);
                 c.last_sctp = ctx.stack.s_sctp_stats(s).or(c.last_sctp);
                 // the client half-closed: finish our side (echo data first, then FIN)
                 ctx.stack.s_close(ctx.now, s);
