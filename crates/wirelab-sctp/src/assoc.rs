@@ -1283,6 +1283,9 @@ impl Assoc {
 
     fn on_data(&mut self, d: &DataRepr<'_>, from: usize, cfg: &SctpConfig) {
         self.data_from = from;
+        if cfg.sack_immediately && d.flags & data_flags::I != 0 {
+            self.sack_now = true; // RFC 7053 I bit (sctp_sf_eat_data_6_2: SCTP_FORCE)
+        }
         let tsn = d.tsn;
         if tsn <= self.cum_tsn {
             self.note_dup(tsn);
@@ -2083,7 +2086,9 @@ impl Assoc {
         }
         let off = (c.off - self.sbuf_base) as usize;
         let payload = &self.sbuf[off..off + c.len as usize];
-        let r = ChunkRepr::Data(DataRepr { flags: c.flags, tsn: c.tsn, stream: c.stream, ssn: c.ssn, ppid: 0, payload });
+        // RFC 7053: the sender in SHUTDOWN-PENDING asks for an immediate SACK
+        let imm = if cfg.sack_immediately && self.state == AssocState::ShutdownPending { data_flags::I } else { 0 };
+        let r = ChunkRepr::Data(DataRepr { flags: c.flags | imm, tsn: c.tsn, stream: c.stream, ssn: c.ssn, ppid: 0, payload });
         r.emit_at(out, at);
         let p = &mut self.paths[path];
         let was_rtx = c.state == TxState::NeedRtx;

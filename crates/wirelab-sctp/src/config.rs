@@ -160,6 +160,10 @@ pub struct SctpConfig {
     pub send_overcommit: bool,
     /// RFC 9260 §6.1 rule B bundling of a SACK into outgoing DATA to the same address.
     pub bundle_sack: bool,
+    /// RFC 7053 SACK-IMMEDIATELY: set the I bit on DATA sent in SHUTDOWN-PENDING
+    /// (`sctp_outq_flush_data()`) and SACK at once on DATA that carries it
+    /// (`sctp_sf_eat_data_6_2()`). Off for linux-2.6.37, which predates it.
+    pub sack_immediately: bool,
 }
 
 impl Default for SctpConfig {
@@ -209,6 +213,7 @@ impl SctpConfig {
             truesize: TruesizeModel::Modern,
             send_overcommit: true,
             bundle_sack: true,
+            sack_immediately: true,
         }
     }
 
@@ -228,6 +233,7 @@ impl SctpConfig {
                 c.profile = name.into();
                 c.pf_enable = false; // no PF state before 3.8
                 c.send_overcommit = false;
+                c.sack_immediately = false;
                 c.truesize = TruesizeModel::Linux2637;
                 // (sizeof(sk_buff)+256)*256 on a 64-bit 2.6.37 kernel (seed-systems §2.2).
                 c.rmem_default = 124928;

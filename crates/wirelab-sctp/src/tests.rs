@@ -1311,3 +1311,35 @@ fn socket_buffer_options_follow_linux() {
     // the client learned the server's a_rwnd from the INIT-ACK
     assert_eq!(n.h[0].info(SocketId(0)).unwrap().peer_rwnd, 32_768);
 }
+
+/// RFC 7053: DATA sent in SHUTDOWN-PENDING carries the I bit and the peer SACKs it at once
+/// instead of after the 200-ms delayed-SACK timer (linux-6); linux-2.6.37 predates it.
+#[test]
+fn sack_immediately_bit_in_shutdown_pending() {
+    let run = |imm: bool| {
+        let mut c = SctpConfig::default();
+        c.sack_immediately = imm;
+        let mut n = Net::new(c.clone(), c);
+        n.listen(&[a("10.0.1.2")]);
+        let s = n.connect(&[a("10.0.1.1")], &[a("10.0.1.2")]);
+        assert!(n.run_until(Instant::from_nanos(5_000_000_000), |n| n.has_event(0, SockEvent::Connected).is_some() && n.sink.sock.is_some()));
+        n.cap.clear();
+        assert_eq!(n.h[0].send(n.now, s, 0, &[5u8; 500], false).unwrap(), 500);
+        n.h[0].shutdown(n.now, s).unwrap();
+        n.run_for(Duration::from_secs(2));
+        let is = |c: &(Instant, usize, Ipv4Addr, Ipv4Addr, Vec<u8>), want: fn(&ChunkRepr) -> bool| {
+            SctpPacket::new_checked(&c.4[..]).unwrap().chunks().any(|x| ChunkRepr::parse(&x.unwrap()).is_ok_and(|r| want(&r)))
+        };
+        let data = n.cap.iter().find(|c| c.1 == 0 && is(c, |r| matches!(r, ChunkRepr::Data(_)))).unwrap();
+        let i_bit = is(data, |r| matches!(r, ChunkRepr::Data(d) if d.flags & data_flags::I != 0));
+        let sack = n.cap.iter().find(|c| c.1 == 1 && is(c, |r| matches!(r, ChunkRepr::Sack(_)))).unwrap();
+        (i_bit, sack.0.saturating_since(data.0))
+    };
+    let (bit, delay) = run(true);
+    assert!(bit, "DATA sent while SHUTDOWN-PENDING carries the I bit");
+    assert!(delay < Duration::from_millis(15), "SACKed at once: {delay:?}");
+    let (bit, delay) = run(false);
+    assert!(!bit);
+    assert!(delay >= Duration::from_millis(200), "delayed SACK: {delay:?}");
+    assert!(!SctpConfig::profile("linux-2.6.37").unwrap().sack_immediately);
+}
