@@ -1034,38 +1034,34 @@ fn extreme_sysctls_do_not_panic() {
     }
 }
 
+/// A bulk transfer on a 10 Mbit/s, 40 ms RTT pair whose ACK path stalls for `spike` after
+/// 3 s (a delay spike that fires a spurious RTO); `tcp_info` before the spike and `settle`
+/// after it.
+fn ack_path_spike(cfg: TcpConfig, seed: u64, spike: Duration, settle: Duration) -> (crate::TcpInfo, crate::TcpInfo) {
+    let mut p = Pair::new(cfg.clone(), cfg, 10_000_000, ms(20), 100, seed);
+    let (c, s) = p.connect(80);
+    p.sinks.push((false, s, 0, false));
+    p.bulk.push((true, c, u64::MAX));
+    p.run_for(Duration::from_secs(3));
+    let before = p.a.info(c).unwrap();
+    p.ba.delay = spike;
+    p.run_for(ms(50));
+    p.ba.delay = ms(20);
+    p.run_for(settle);
+    (before, p.a.info(c).unwrap())
+}
+
 /// An ACK-path delay spike fires a spurious RTO; the timestamp echo of the next ACK shows
 /// the originals arrived (Eifel, `tcp_packet_delayed`), so `tcp_try_undo_loss` restores
 /// cwnd and ssthresh.
 #[test]
 fn spurious_rto_is_undone_by_timestamps() {
-    let mut p = Pair::default_pair(120);
-    let (c, s) = p.connect(80);
-    p.sinks.push((false, s, 0, false));
-    p.bulk.push((true, c, u64::MAX));
-    p.run_for(Duration::from_secs(3));
-    let before = p.a.info(c).unwrap();
-    p.ba.delay = ms(700);
-    p.run_for(ms(50));
-    p.ba.delay = ms(20);
-    p.run_for(Duration::from_secs(2));
-    let after = p.a.info(c).unwrap();
+    let (before, after) = ack_path_spike(TcpConfig::default(), 120, ms(700), Duration::from_secs(2));
     eprintln!("before {} / {}, after {} / {}, undo {}, retrans {} -> {}", before.cwnd, before.ssthresh, after.cwnd, after.ssthresh, after.undo_count, before.total_retrans, after.total_retrans);
     assert!(after.undo_count > before.undo_count, "{after:?}");
     assert!(after.ssthresh >= before.ssthresh.min(before.cwnd) * 7 / 10, "{before:?} {after:?}");
-    // linux-2.2 had no undo: the same spike costs it its window
-    let cfg = TcpConfig::profile("linux-2.2").unwrap();
-    let mut p = Pair::new(cfg.clone(), cfg, 10_000_000, ms(20), 100, 120);
-    let (c, s) = p.connect(80);
-    p.sinks.push((false, s, 0, false));
-    p.bulk.push((true, c, u64::MAX));
-    p.run_for(Duration::from_secs(3));
-    let before = p.a.info(c).unwrap();
-    p.ba.delay = ms(3500);
-    p.run_for(ms(50));
-    p.ba.delay = ms(20);
-    p.run_for(Duration::from_secs(5));
-    let after = p.a.info(c).unwrap();
+    // linux-2.2 had no undo: the same kind of spike costs it its window
+    let (before, after) = ack_path_spike(TcpConfig::profile("linux-2.2").unwrap(), 120, ms(3500), Duration::from_secs(5));
     assert!(after.rto_count > before.rto_count, "the spike fired the RTO: {after:?}");
     assert_eq!(after.undo_count, 0, "{after:?}");
 }
@@ -1098,17 +1094,7 @@ fn frto_detects_spurious_rto_without_timestamps() {
         let mut cfg = TcpConfig::default();
         cfg.tcp_timestamps = false;
         cfg.tcp_frto = frto;
-        let mut p = Pair::new(cfg.clone(), cfg, 10_000_000, ms(20), 100, 121);
-        let (c, s) = p.connect(80);
-        p.sinks.push((false, s, 0, false));
-        p.bulk.push((true, c, u64::MAX));
-        p.run_for(Duration::from_secs(3));
-        let before = p.a.info(c).unwrap();
-        p.ba.delay = ms(700);
-        p.run_for(ms(50));
-        p.ba.delay = ms(20);
-        p.run_for(Duration::from_secs(2));
-        let after = p.a.info(c).unwrap();
+        let (before, after) = ack_path_spike(cfg, 121, ms(700), Duration::from_secs(2));
         eprintln!("frto={frto}: undo {} -> {}, retrans {} -> {}, cwnd {} -> {}", before.undo_count, after.undo_count, before.total_retrans, after.total_retrans, before.cwnd, after.cwnd);
         res.push((after.undo_count - before.undo_count, after.total_retrans - before.total_retrans));
     }
