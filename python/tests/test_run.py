@@ -170,9 +170,15 @@ def test_shim_matches_table(tmp_path):
         ],
     }
     r = wirelab.run(sc, out=tmp_path / "o")
-    m = r.shim_matches.set_index("app")
-    assert m.loc["get", "rule"] == "#1 remote enable any"
-    assert m.loc["get", "transport"] == "sctp"
-    assert m.loc["ftpd", "chain"] == "local" and m.loc["ftpd", "transport"] == "tcp+sctp"
+    m = r.shim_matches
+    get = m[m["app"] == "get"].iloc[0]
+    assert get["rule"] == "#1 remote enable any" and get["transport"] == "sctp"
+    # the server's listener (both transports) and the association it accepted
+    srv = m[m["app"] == "ftpd"]
+    assert list(srv["chain"]) == ["local", "local"]
+    assert list(srv["transport"]) == ["tcp+sctp", "sctp"]
     out = subprocess.run([sys.executable, "-m", "wirelab", "shim-matches", str(tmp_path / "o")], capture_output=True, text=True)
     assert out.returncode == 0 and "#1 remote enable any" in out.stdout, out.stderr
+    from wirelab.report import build_run_report
+    html = build_run_report(tmp_path / "o").read_text()
+    assert "Shim rule decisions" in html and "remote enable any" in html

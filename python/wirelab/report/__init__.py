@@ -140,6 +140,7 @@ def build_run_report(out_dir: Path, dest: Path | None = None) -> Path:
         "<h2>Flows</h2>", _table(res.flows),
         "<h2>Queues</h2>", _table(res.queues),
         "<h2>Links</h2>", _table(res.links),
+        *(["<h2>Shim rule decisions</h2>", _table(res.shim_matches)] if len(res.shim_matches.columns) else []),
         "<h2>Files</h2>", f"<ul>{files}</ul>",
     ])
     dest.write_text(page(f"wirelab: {s['scenario']['name']}", [body]))
