@@ -43,6 +43,9 @@ Command line (stdlib only; matplotlib for ``report``)::
     python python/wirelab/repro/thin_streams.py commit-scenarios          # scenarios/thin-streams/
     python python/wirelab/repro/thin_streams.py matrix --out DIR --duration 300s --seeds 1,2,3,4,5
     python python/wirelab/repro/thin_streams.py report DIR --img docs/reproductions/img   # tables to stdout
+    python python/wirelab/repro/thin_streams.py matrix --out DIR --ns 10 --greedy 10 --vthin 10   # thin vs thin
+    python python/wirelab/repro/thin_streams.py n-sweep DIR [DIR...] --img IMG     # p99/goodput per N
+    python python/wirelab/repro/thin_streams.py stability --out DIR --img IMG      # the 2-hour run
 
 The CLI is ``$WIRELAB_BIN``, else ``wirelab`` on PATH, else ``target/release/wirelab``.
 """
@@ -773,6 +776,56 @@ def report(out: Path, img: Path | None, cdf_ns: list[int], queues_n: int | None)
     return txt
 
 
+def n_sweep(dirs: list[Path], queue: str = "pfifo", img: Path | None = None) -> str:
+    """Compact N-sweep tables over one or more matrix directories (N thin vs N greedy on
+    ``queue``): thin ACK-latency p99 and greedy aggregate goodput per N and configuration,
+    mean ± 95 % CI; optionally the plot ``img/thin-n-sweep.png``."""
+    rows = [r for d in dirs for r in aggregate(d)
+            if r["queue"] == queue and r.get("greedy") == r["n"] and not r.get("vthin")]
+    ns = sorted({r["n"] for r in rows})
+    cfgs = [c for c in CONFIGS if any(r["config"] == c for r in rows)]
+    cell = {(r["n"], r["config"]): r for r in rows}
+    out = []
+    for key, nd, title in (("thin_lat_p99", 0, "thin ACK latency p99 (ms)"),
+                           ("greedy_goodput_mbps", 3, "greedy goodput, sum (Mbit/s)")):
+        t = [f"| N | " + " | ".join(LABELS[c] for c in cfgs) + " |", "|---|" + "---|" * len(cfgs)]
+        for n in ns:
+            t.append(f"| {n} | " + " | ".join(
+                _f(cell[(n, c)].get(key), cell[(n, c)].get(key + "_ci"), nd) if (n, c) in cell else "–"
+                for c in cfgs) + " |")
+        out.append(f"{title}, {queue}:\n\n" + "\n".join(t))
+    if img is not None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        styles = {"vanilla": ("k", "-", "o"), "lt": ("tab:blue", ":", "v"), "mfr": ("tab:cyan", ":", "^"),
+                  "lt-mfr": ("tab:blue", "--", "s"), "er-tlp": ("tab:orange", "-", "D"),
+                  "rdb": ("tab:green", "-", "o"), "rdb2008": ("tab:red", "--", "x")}
+        fig, ax = plt.subplots(1, 2, figsize=(9, 3.6), dpi=80)
+        for c in cfgs:
+            col, ls, mk = styles.get(c, (None, "-", "o"))
+            pts = [(n, cell[(n, c)]) for n in ns if (n, c) in cell]
+            for a, key, scale in ((ax[0], "thin_lat_p99", 1.0), (ax[1], "greedy_goodput_mbps", 1.0)):
+                a.errorbar([n for n, _ in pts], [r[key] * scale for _, r in pts],
+                           yerr=[(r.get(key + "_ci") or 0) * scale for _, r in pts],
+                           color=col, linestyle=ls, marker=mk, markersize=4, linewidth=1.1, capsize=2,
+                           label=LABELS[c])
+        ax[0].set_ylabel("thin ACK latency p99 (ms)")
+        ax[1].set_ylabel("greedy goodput, sum (Mbit/s)")
+        for a in ax:
+            a.set_xlabel("N thin vs N greedy")
+            a.grid(True, alpha=0.3)
+        ax[0].legend(fontsize=7, loc="upper left")
+        fig.suptitle(f"N sweep, {queue}, mean ± 95 % CI over seeds", fontsize=10)
+        fig.tight_layout()
+        img.mkdir(parents=True, exist_ok=True)
+        fig.savefig(img / "thin-n-sweep.png")
+        plt.close(fig)
+    return "\n\n".join(out)
+
+
 # ---------------------------------------------------------------------------------------
 # Long-run stability (seed-systems §3.9: 60 thin vs 10 greedy for 2 h)
 # ---------------------------------------------------------------------------------------
@@ -941,6 +994,10 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--greedy", type=int, default=None, help="fixed greedy count (default: = N)")
     m.add_argument("--vthin", type=int, default=0,
                    help="thin vs thin: this many vanilla thin streams on a second sender")
+    ns_ = sub.add_parser("n-sweep", help="compact p99 / greedy goodput tables per N over matrices")
+    ns_.add_argument("dirs", nargs="+")
+    ns_.add_argument("--queue", default="pfifo")
+    ns_.add_argument("--img", default=None)
     st = sub.add_parser("stability", help="run the 2-hour stability scenario (or --duration) and "
                         "print per-window latency/loss/goodput")
     st.add_argument("--out", required=True)
@@ -974,6 +1031,8 @@ def main(argv: list[str] | None = None) -> int:
         cells = matrix_cells(ns, a.configs.split(","), a.queue_n, a.queues.split(","))
         run_matrix(Path(a.out), cells, [int(s) for s in a.seeds.split(",")], a.duration, a.jobs, a.greedy,
                    a.vthin)
+    elif a.cmd == "n-sweep":
+        print(n_sweep([Path(x) for x in a.dirs], a.queue, Path(a.img) if a.img else None))
     elif a.cmd == "stability":
         out = Path(a.out)
         scn = generate(STABILITY["thin"], STABILITY["greedy"], STABILITY["config"], STABILITY["queue"],
