@@ -13,6 +13,7 @@ path-failure demo, then writes tables and figures::
 Outputs in DIR: ``runs.jsonl`` (one line per run; rerunning resumes and skips finished
 runs), ``results.csv``, ``cells.csv`` (mean, sd, 95 % CI per cell), ``table.md``,
 ``paired.csv``/``paired.md`` (native server vs shim-to-shim, seed by seed),
+``retrans.md`` (client retransmissions per run, TCP vs SCTP),
 ``stalls.csv`` (sender idle periods from captures of representative runs),
 ``shim-scp-<profile>.png``, ``failover/`` and ``shim-failover.png``.
 
@@ -311,6 +312,31 @@ def paired_table(pr: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+def retrans_table(df: pd.DataFrame, sizes=("5 MB", "25 MB")) -> str:
+    """Retransmissions per run of the client (`flows.csv` `retrans`: TCP segments, or SCTP
+    DATA chunks for the shim's association), by the transport that carried the bytes: TCP
+    runs (mode tcp) against the shim-to-shim runs that stayed on SCTP. The share is
+    retransmissions / new data packets (TCP: segments sent − retransmissions; SCTP: DATA
+    chunks sent, which `tx_packets` counts without retransmissions)."""
+    ok = df[df["state"] == "done"]
+    lines = ["| profile | size | loss | TCP retrans / run | TCP share | SCTP retrans / run | SCTP share | SCTP / TCP |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for p in [x for x in PROFILES if x in set(ok["profile"])]:
+        for s in [x for x in sizes if x in set(ok["size"])]:
+            for l in sorted(set(ok["loss"])):
+                c = ok[(ok["profile"] == p) & (ok["size"] == s) & (ok["loss"] == l)]
+                t = c[c["mode"] == "tcp"]
+                q = c[(c["mode"] == "shim") & (c["transport"] == "sctp")]
+                if t.empty or q.empty:
+                    continue
+                tr, qr = t["retrans"].mean(), q["retrans"].mean()
+                tsh = 100 * tr / max(1.0, (t["tx_packets"] - t["retrans"]).mean())
+                qsh = 100 * qr / max(1.0, q["tx_packets"].mean())
+                ratio = f"{qr / tr:.2f}" if tr > 0 else "–"
+                lines.append(f"| {p} | {s} | {l:g} % | {tr:.0f} | {tsh:.1f} % | {qr:.0f} | {qsh:.1f} % | {ratio} |")
+    return "\n".join(lines) + "\n"
+
+
 def plot_profile(cs: pd.DataFrame, profile: str, path: Path) -> None:
     """Transfer time vs loss, one panel per file size: TCP, shim on both ends, shim client
     with a native SCTP server, with 95 % CIs."""
@@ -551,6 +577,8 @@ def main(argv: list[str] | None = None) -> int:
             pr.to_csv(out / "paired.csv", index=False)
             (out / "paired.md").write_text(paired_table(pr))
             print(paired_table(pr))
+        if {"tcp", "shim"} <= set(df["mode"]):
+            (out / "retrans.md").write_text(retrans_table(df))
         for p in profiles:
             plot_profile(cs, p, out / f"shim-scp-{p}.png")
     if args.only in (None, "stalls"):
