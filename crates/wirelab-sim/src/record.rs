@@ -202,6 +202,8 @@ pub struct TcpSample {
     pub rdb_packets: u32,
     /// Redundant bytes bundled (RDB).
     pub rdb_bytes_bundled: u64,
+    /// RDB (2015): losses detected through bundles that triggered a cwnd reduction (CWR).
+    pub rdb_loss_cwr: u32,
 }
 
 impl TcpSample {
@@ -241,6 +243,7 @@ impl TcpSample {
             tlp_probes: i.tlp_probes,
             rdb_packets: i.rdb_packets,
             rdb_bytes_bundled: i.rdb_bytes_bundled,
+            rdb_loss_cwr: i.rdb_loss_cwr,
         }
     }
 }
