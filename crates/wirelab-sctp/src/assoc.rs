@@ -935,6 +935,7 @@ impl Assoc {
             match ParamRepr::parse(&t) {
                 Ok(ParamRepr::StateCookie(c)) => cookie = Some(c),
                 Ok(ParamRepr::Ipv4Addr(a)) => addrs.push(a),
+                Ok(ParamRepr::Unknown { kind: param::ADAPTATION_LAYER_IND, .. }) => {} // RFC 5061: known, no report
                 Ok(ParamRepr::Unknown { kind, .. }) => {
                     let act = UnknownAction::for_param(kind);
                     if act.reports() {

@@ -475,6 +475,7 @@ impl SctpEndpoint {
             match ParamRepr::parse(&t) {
                 Ok(ParamRepr::Ipv4Addr(a)) if !peer_addrs.contains(&a) && peer_addrs.len() < MAX_ADDRS => peer_addrs.push(a),
                 Ok(ParamRepr::CookiePreservative(ms)) => preservative_ms = ms,
+                Ok(ParamRepr::Unknown { kind: param::ADAPTATION_LAYER_IND, .. }) => {} // RFC 5061: known, no report
                 Ok(ParamRepr::Unknown { kind, .. }) => {
                     // §3.2.1 upper-two-bit rules for parameters.
                     let act = UnknownAction::for_param(kind);

@@ -1343,3 +1343,37 @@ fn sack_immediately_bit_in_shutdown_pending() {
     assert!(delay >= Duration::from_millis(200), "delayed SACK: {delay:?}");
     assert!(!SctpConfig::profile("linux-2.6.37").unwrap().sack_immediately);
 }
+
+/// RFC 5061's Adaptation Layer Indication (0xC006, used by the TCP-to-SCTP shim to tell
+/// shims apart from native peers) is a parameter Linux knows: a listener accepts it without
+/// an Unrecognized Parameter report, while a truly unknown 11-type parameter is reported.
+#[test]
+fn adaptation_layer_indication_is_not_reported_as_unrecognized() {
+    let mut n = Net::default_pair();
+    n.listen(&[a("10.0.1.2")]);
+    // inject both INITs and look at the INIT-ACKs' parameters
+    let mut acks = Vec::new();
+    for p in [param::ADAPTATION_LAYER_IND, 0xC00F] {
+        let mut v = vec![1u8, 0, 0, 0];
+        v.extend_from_slice(&(0x1234_5678u32 + p as u32).to_be_bytes());
+        v.extend_from_slice(&65536u32.to_be_bytes());
+        v.extend_from_slice(&[0, 10, 0, 10]);
+        v.extend_from_slice(&1u32.to_be_bytes());
+        v.extend_from_slice(&p.to_be_bytes());
+        v.extend_from_slice(&[0, 8, 0x54, 0x43, 0x50, 0x53]);
+        let len = v.len() as u16;
+        v[2..4].copy_from_slice(&len.to_be_bytes());
+        let mut pkt = vec![0x9c, 0x40, 0x13, 0x88, 0, 0, 0, 0, 0, 0, 0, 0];
+        pkt.extend_from_slice(&v);
+        SctpPacket::new_unchecked(&mut pkt[..]).fill_checksum();
+        let mark = n.cap.len();
+        n.wire.push(Reverse(Wire { at: n.now, seq: u64::MAX, to: 1, src: a("10.0.1.1"), dst: a("10.0.1.2"), bytes: pkt }));
+        n.run_for(Duration::from_millis(5));
+        let reply = n.cap[mark..].iter().find(|c| c.1 == 1).expect("an INIT-ACK").4.clone();
+        let p = SctpPacket::new_checked(&reply[..]).unwrap();
+        let c = p.chunks().next().unwrap().unwrap();
+        let Ok(ChunkRepr::InitAck(ia)) = ChunkRepr::parse(&c) else { panic!("not an INIT-ACK") };
+        acks.push(ia.params().filter_map(|t| t.ok()).any(|t| matches!(ParamRepr::parse(&t), Ok(ParamRepr::Unrecognized(_)))));
+    }
+    assert_eq!(acks, [false, true], "0xC006 known, 0xC00F reported");
+}

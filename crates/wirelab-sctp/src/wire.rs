@@ -70,6 +70,9 @@ pub mod param {
     pub const UNRECOGNIZED: u16 = 8;
     /// Cookie preservative.
     pub const COOKIE_PRESERVATIVE: u16 = 9;
+    /// Adaptation Layer Indication (RFC 5061 §4.2.7): known to Linux
+    /// (`sctp_verify_param()`), so accepted without an Unrecognized Parameter report.
+    pub const ADAPTATION_LAYER_IND: u16 = 0xC006;
     /// Host name address (deprecated).
     pub const HOST_NAME: u16 = 11;
     /// Supported address types.
