@@ -193,3 +193,33 @@ def test_report_statistics():
 def test_report_cli_rejects_other_dirs(tmp_path):
     p = subprocess.run([sys.executable, "-m", "wirelab", "report", str(tmp_path)], capture_output=True, text=True)
     assert p.returncode == 2 and "manifest.json" in p.stderr
+
+
+def test_analyze_report_plots_latency_goodput_and_fairness(tmp_path):
+    """`wirelab report` on a `wirelab analyze --out` directory: ACK-latency and application
+    delay CDFs per class, goodput per interval, Jain's index, and the class table."""
+    sc = {
+        "scenario": {"name": "thin", "duration": "10s"},
+        "node": [{"name": "a"}, {"name": "b"}],
+        "link": [{"a": {"node": "a"}, "b": {"node": "b"}, "netem": "rate 2mbit delay 20ms loss 2%"}],
+        "app": [
+            {"name": "thin", "kind": "tcp-thin", "node": "a", "dst": "b:5000", "preset": "bzflag"},
+            {"name": "bulk", "kind": "tcp-bulk", "node": "a", "dst": "b:6000"},
+            {"kind": "tcp-sink", "node": "b", "port": 5000},
+            {"kind": "tcp-sink", "node": "b", "port": 6000},
+        ],
+        "measure": {"capture": ["a:eth0", "b:eth0"]},
+    }
+    run = tmp_path / "run"
+    wirelab.run(sc, out=run)
+    an = tmp_path / "an"
+    cmd = [sys.executable, "-m", "wirelab", "analyze", str(run / "pcap" / "a-eth0.pcap"),
+           "--receiver", str(run / "pcap" / "b-eth0.pcap"), "--out", str(an),
+           "--class", "thin=dport:5000", "--class", "bulk=dport:6000"]
+    assert subprocess.run(cmd, capture_output=True, text=True).returncode == 0
+    p = subprocess.run([sys.executable, "-m", "wirelab", "report", str(an)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    page = (an / "report.html").read_text()
+    for title in ["CDF of ACK latency", "CDF of application delay", "Goodput per interval", "index per interval"]:
+        assert title in page, title
+    assert page.count("<img") == 5 and "Classes" in page and ">thin<" in page and ">bulk<" in page

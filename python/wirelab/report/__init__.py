@@ -121,6 +121,9 @@ def build_report(out_dir: Path, dest: Path | None = None) -> Path:
     if (Path(out_dir) / "manifest.json").exists():
         from .sweep import build_sweep_report
         return build_sweep_report(out_dir, dest)
+    from .analyze import build_analyze_report, is_analyze_dir
+    if is_analyze_dir(Path(out_dir)):
+        return build_analyze_report(Path(out_dir), dest)
     return build_run_report(out_dir, dest)
 
 
@@ -150,13 +153,13 @@ def build_run_report(out_dir: Path, dest: Path | None = None) -> Path:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="wirelab report",
                                  description="Build an HTML report (plots embedded, viewable offline) "
-                                             "from a run's or a sweep's directory.")
-    ap.add_argument("dir", type=Path, help="output directory of `wirelab run` or `wirelab sweep`")
+                                             "from a run's, a sweep's or an analysis's directory.")
+    ap.add_argument("dir", type=Path, help="output directory of `wirelab run`, `wirelab sweep` or `wirelab analyze`")
     ap.add_argument("--out", type=Path, default=None, help="report file (default DIR/report.html)")
     a = ap.parse_args(argv)
     if not (a.dir / "summary.json").exists() and not (a.dir / "manifest.json").exists():
         print(f"error: {a.dir} has neither summary.json nor manifest.json "
-              f"(is it the --out of `wirelab run` or `wirelab sweep`?)", file=sys.stderr)
+              f"(is it the --out of `wirelab run`, `wirelab sweep` or `wirelab analyze`?)", file=sys.stderr)
         return 2
     p = build_report(a.dir, a.out)
     print(p)
