@@ -124,7 +124,7 @@ fn multihomed_transfer_survives_primary_failure_within_rto_arithmetic() {
     assert_eq!(server.rx_bytes, 6_000_000, "all bytes delivered");
     let client = r.flows.iter().find(|f| f.name == "client").unwrap();
     assert_eq!(client.state, "done", "{client:?}");
-    let rto = r.sctp_series.iter().filter(|s| s.flow == "client" && s.time_s <= 2.0).last().unwrap().rto_ms / 1000.0;
+    let rto = r.sctp_series.iter().rfind(|s| s.flow == "client" && s.time_s <= 2.0).unwrap().rto_ms / 1000.0;
     let t = failover_time(&r, 2.0);
     eprintln!("PF failover after {t:.3} s (RTO before the failure {rto:.3} s)");
     assert!(t >= rto * 0.5 && t <= rto + 0.1, "failover {t} s vs one RTO {rto} s");

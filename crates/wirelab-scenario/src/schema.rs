@@ -378,7 +378,7 @@ impl Scenario {
         if let Ok(n) = t.parse::<u64>() {
             return Ok(n);
         }
-        units::parse_size(t).map(|v| v as u64).map_err(|e| self.error_at(span(s), e.to_string()))
+        units::parse_size(t).map_err(|e| self.error_at(span(s), e.to_string()))
     }
     /// Parses a CIDR value at `s`.
     pub fn cidr(&self, s: &S) -> Result<Cidr, ScenarioError> {
@@ -435,8 +435,7 @@ impl Scenario {
                 if let Some(a) = &ep.addr {
                     self.cidr(a)?;
                 }
-                if ep.qdisc.is_some() && !ep.tc.is_empty() {
-                    let q = ep.qdisc.as_ref().unwrap();
+                if let (Some(q), false) = (&ep.qdisc, ep.tc.is_empty()) {
                     return Err(self.error_at(span(q), "give either `qdisc` (short form) or `tc` (command lines), not both"));
                 }
             }

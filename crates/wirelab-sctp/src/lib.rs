@@ -68,4 +68,6 @@ pub use endpoint::SctpEndpoint;
 pub use types::*;
 
 #[cfg(test)]
+// tests tweak one field of a default configuration at a time
+#[allow(clippy::field_reassign_with_default, clippy::type_complexity)]
 mod tests;

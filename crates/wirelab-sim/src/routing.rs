@@ -39,7 +39,7 @@ impl RouteTable {
             Some(p) => p,
             None => {
                 self.by_len.push((len, HashMap::new()));
-                self.by_len.sort_by(|a, b| b.0.cmp(&a.0));
+                self.by_len.sort_by_key(|e| std::cmp::Reverse(e.0));
                 self.by_len.iter().position(|(l, _)| *l == len).unwrap()
             }
         };

@@ -61,6 +61,8 @@ mod ring;
 pub mod wire;
 
 #[cfg(test)]
+// tests tweak one field of a default configuration at a time
+#[allow(clippy::field_reassign_with_default, clippy::type_complexity)]
 mod tests;
 
 pub use api::{RcvWindowPolicy, SockError, SockOpt, SocketId, TcpInfo, TcpState};

@@ -74,7 +74,7 @@ impl SctpBulk {
                     match ctx.stack.sctp_mut().connect(ctx.now, &locals, &self.dst, self.port) {
                         Ok(s) => {
                             for o in &self.opts {
-                                let _ = ctx.stack.sctp_mut().set_option(s, o.clone());
+                                let _ = ctx.stack.sctp_mut().set_option(s, *o);
                             }
                             ctx.stack.own_sctp(s, ctx.app);
                             self.st.sock = Some(s);
@@ -233,7 +233,7 @@ impl SctpServer {
                     match ctx.stack.sctp_mut().listen(ctx.local_addrs, self.port, 128) {
                         Ok(l) => {
                             for o in &self.opts {
-                                let _ = ctx.stack.sctp_mut().set_option(l, o.clone());
+                                let _ = ctx.stack.sctp_mut().set_option(l, *o);
                             }
                             ctx.stack.own_sctp(l, ctx.app);
                             self.listener = Some(l);
@@ -265,7 +265,7 @@ impl SctpServer {
                     }
                     return None;
                 }
-                let Some(i) = self.conns.iter().rposition(|c| c.sock == s) else { return None };
+                let i = self.conns.iter().rposition(|c| c.sock == s)?;
                 match ev {
                     SockEvent::Readable | SockEvent::PeerClosed => self.read(ctx, i),
                     SockEvent::Writable => {

@@ -503,7 +503,7 @@ impl TcpServer {
                     }
                     return None;
                 }
-                let Some(i) = self.conn_idx(s) else { return None };
+                let i = self.conn_idx(s)?;
                 match ev {
                     SockEvent::Readable | SockEvent::PeerClosed => self.read_conn(ctx, i),
                     SockEvent::Writable => {

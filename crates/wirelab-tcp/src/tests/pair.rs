@@ -188,13 +188,12 @@ impl Pair {
                 let Some((s, e)) = ep.poll_event() else { break };
                 self.events.push((on_a, s, e, self.now));
                 self.dirty.push((on_a, s));
-                if e == SockEvent::Incoming {
-                    if self.auto_sink.contains(&(on_a, s)) {
+                if e == SockEvent::Incoming
+                    && self.auto_sink.contains(&(on_a, s)) {
                         while let Some(c) = ep.accept(s) {
                             self.sinks.push((on_a, c, 0, false));
                         }
                     }
-                }
             }
         }
     }

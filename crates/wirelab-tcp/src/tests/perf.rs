@@ -190,14 +190,14 @@ fn steady_state_memory_is_constant() {
         }
     };
     for _ in 0..20_000 {
-        now = now + Duration::from_micros(100);
+        now += Duration::from_micros(100);
         step(now, &mut a, &mut b, &mut s);
     }
     let got0 = b.info(s.unwrap()).unwrap().bytes_received;
     let mem0 = (a.socket_memory(c).unwrap(), b.socket_memory(s.unwrap()).unwrap());
     let mut max_mem = mem0;
     for _ in 0..20_000 {
-        now = now + Duration::from_micros(100);
+        now += Duration::from_micros(100);
         step(now, &mut a, &mut b, &mut s);
         let m = (a.socket_memory(c).unwrap(), b.socket_memory(s.unwrap()).unwrap());
         max_mem = (max_mem.0.max(m.0), max_mem.1.max(m.1));
