@@ -74,6 +74,12 @@ fn tshark_validates_crc32c_and_shows_chunk_150_in_a_multistream_transfer() {
     let r = run(&text, Some(out.clone()));
     let server = r.flows.iter().find(|f| f.name == "server").unwrap();
     assert_eq!(server.rx_bytes, 3_000_000, "{server:?}");
+    // the time series show the marking from both ends: advertisements sent by the client,
+    // the last decile the server received
+    let sent = r.sctp_series.iter().filter(|x| x.flow == "client").map(|x| x.sndbuf_adv_sent).max().unwrap_or(0);
+    assert!(sent > 100, "chunk 0x96 sent: {sent}");
+    let rx: Vec<u8> = r.sctp_series.iter().filter(|x| x.flow == "server").map(|x| x.sndbuf_adv_rx_flags).collect();
+    assert!(rx.iter().all(|&f| f <= 10) && rx.iter().any(|&f| f > 0), "{rx:?}");
     let p = out.join("pcap/h2-eth0.pcap");
     let p = p.to_str().unwrap();
     let tshark = |filter: &str| -> String {

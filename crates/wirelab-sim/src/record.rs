@@ -283,8 +283,14 @@ pub struct SctpSample {
     pub rcvbuf: u64,
     /// Send-buffer charge.
     pub sndbuf_used: u64,
-    /// Send-buffer occupancy in percent of `sndbuf`.
+    /// Send-buffer occupancy in percent of `sndbuf` (truesize charge / `sk_sndbuf`; the
+    /// value chunk 0x96 carries depends on `net.sctp.sndbuf_adv`, see the next columns).
     pub sndbuf_occupancy_pct: f64,
+    /// Chunk-0x96 advertisements this end has sent so far.
+    pub sndbuf_adv_sent: u64,
+    /// Flags byte of the last chunk 0x96 this end received from its peer (the peer's
+    /// advertised occupancy, e.g. a decile 0–10 with `v4`); 0 if none.
+    pub sndbuf_adv_rx_flags: u8,
     /// Unsent bytes.
     pub out_qlen: u64,
     /// Sent, unacked bytes.
@@ -427,6 +433,8 @@ impl Recorder {
             rcvbuf: i.rcvbuf,
             sndbuf_used: i.sndbuf_used,
             sndbuf_occupancy_pct: if i.sndbuf > 0 { i.sndbuf_used as f64 * 100.0 / i.sndbuf as f64 } else { 0.0 },
+            sndbuf_adv_sent: i.stats.sndbuf_adv_sent,
+            sndbuf_adv_rx_flags: i.stats.last_sndbuf_adv_flags,
             out_qlen: i.out_qlen,
             outstanding: i.outstanding_bytes,
             retransmits: i.stats.retransmits,
