@@ -2,15 +2,9 @@
 with the receiver's window fixed at one MSS (`net.ipv4.rate_fixed_window`, `rate_mss`) a
 ttcp stream over 10 Mbit/s Ethernet is stop-and-wait, and its throughput follows
 MSS / (RTT + frame time + ACK time) for every MSS."""
-import importlib.util
-import sys
-from pathlib import Path
+from conftest import load_repro
 
-_SRC = Path(__file__).resolve().parents[1] / "wirelab" / "repro" / "rate_control.py"
-_spec = importlib.util.spec_from_file_location("rate_control_checkout", _SRC)
-rc = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = rc  # dataclasses look their module up
-_spec.loader.exec_module(rc)
+rc = load_repro("rate_control")
 
 
 def test_rate_control_mss_sweep_is_stop_and_wait(tmp_path):

@@ -2,18 +2,11 @@
 scp on the linux-6 profile at 0 % and 10 % loss, in all three configurations (TCP, shim on
 both ends, shim client with a native SCTP server). Checks the study's two conclusions on
 this slice: similar at no loss, SCTP clearly faster at high loss."""
-import importlib.util
-import sys
-from pathlib import Path
-
 import pandas as pd
 
-# the study's own file in this checkout: it reads scenarios/shim/ next to it
-_SRC = Path(__file__).resolve().parents[1] / "wirelab" / "repro" / "shim_scp.py"
-_spec = importlib.util.spec_from_file_location("shim_scp_checkout", _SRC)
-shim_scp = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = shim_scp  # dataclasses look their module up
-_spec.loader.exec_module(shim_scp)
+from conftest import load_repro
+
+shim_scp = load_repro("shim_scp")
 
 
 def test_shim_scp_smoke(tmp_path):
