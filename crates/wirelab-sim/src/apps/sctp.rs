@@ -288,7 +288,7 @@ impl SctpServer {
     }
 
     fn read(&mut self, ctx: &mut AppCtx, i: usize) {
-        use super::tcp::{EXCHANGE_HDR, EXCHANGE_MAGIC};
+        use super::tcp::{parse_exchange_header, EXCHANGE_HDR};
         let s = self.conns[i].sock;
         loop {
             if self.conns[i].echo_backlog > 0 || self.conns[i].closed {
@@ -301,9 +301,7 @@ impl SctpServer {
                 let want = EXCHANGE_HDR - c.rx_bytes as usize;
                 let r = ctx.stack.sctp_mut().recv(ctx.now, s, &mut hdr[..want]);
                 if let Ok(Some(r)) = r {
-                    if c.rx_bytes == 0 && r.len == EXCHANGE_HDR && hdr[..4] == EXCHANGE_MAGIC {
-                        let rounds = u32::from_be_bytes(hdr[4..8].try_into().unwrap_or_default());
-                        let size = u32::from_be_bytes(hdr[8..12].try_into().unwrap_or_default()).max(EXCHANGE_HDR as u32);
+                    if let Some((rounds, size)) = parse_exchange_header(&hdr[..r.len]).filter(|_| c.rx_bytes == 0) {
                         c.exchange = Some((rounds, size));
                         c.exchange_left = (size as usize - EXCHANGE_HDR) as u64;
                     } else if r.len > 0 {

@@ -25,6 +25,17 @@ pub const EXCHANGE_MAGIC: [u8; 4] = *b"WLX1";
 /// Length of the exchange header: magic, round count, message size.
 pub const EXCHANGE_HDR: usize = 12;
 
+/// The `(rounds, message size)` of a file-transfer exchange header, if `hdr` (the stream's
+/// first [`EXCHANGE_HDR`] bytes) is one; servers answer such a client's rounds.
+pub fn parse_exchange_header(hdr: &[u8]) -> Option<(u32, u32)> {
+    if hdr.len() != EXCHANGE_HDR || hdr[..4] != EXCHANGE_MAGIC {
+        return None;
+    }
+    let rounds = u32::from_be_bytes(hdr[4..8].try_into().ok()?);
+    let size = u32::from_be_bytes(hdr[8..12].try_into().ok()?).max(EXCHANGE_HDR as u32);
+    Some((rounds, size))
+}
+
 /// What drives an application.
 #[derive(Clone, Copy, Debug)]
 pub enum AppInput {
@@ -555,9 +566,7 @@ impl TcpServer {
                 match ctx.stack.s_recv(ctx.now, s, &mut hdr[..want]) {
                     Ok(0) => (0, true),
                     Ok(k) => {
-                        if c.rx_bytes == 0 && k == EXCHANGE_HDR && hdr[..4] == EXCHANGE_MAGIC {
-                            let rounds = u32::from_be_bytes(hdr[4..8].try_into().unwrap_or_default());
-                            let size = u32::from_be_bytes(hdr[8..12].try_into().unwrap_or_default()).max(EXCHANGE_HDR as u32);
+                        if let Some((rounds, size)) = parse_exchange_header(&hdr[..k]).filter(|_| c.rx_bytes == 0) {
                             c.exchange = Some((rounds, size));
                             c.exchange_left = (size as usize - EXCHANGE_HDR) as u64;
                         } else if c.rx_bytes == 0 && k < EXCHANGE_HDR {
