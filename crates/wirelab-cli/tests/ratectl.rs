@@ -127,3 +127,59 @@ sample_interval = "500ms"
     eprintln!("cbq_class 1:1: {a2:.2} vs {b2:.2} Mbit/s");
     assert!(a2 > 2.0 * b2, "{a2} vs {b2}");
 }
+
+/// The UDP side of §5.4: a UDP sink whose replies the receiver's HTB would put in the
+/// `cbq_class` class is important and delivers everything, while the same flood to a port in
+/// another class is policed (OKAY → DROP) by `rate_control_udp`.
+#[test]
+fn important_udp_socket_is_not_policed() {
+    let text = r#"[scenario]
+name = "udp-imp"
+duration = "6s"
+
+[[node]]
+name = "tx"
+[[node]]
+name = "rx"
+sysctl = { "net.ipv4.rate_status" = 1, "net.ipv4.rate_control_udp" = "1mbit", "net.ipv4.cbq_class" = "1:2" }
+
+[[link]]
+a = { node = "tx" }
+b = { node = "rx", tc = [
+  "qdisc add root handle 1: htb default 1",
+  "class add parent 1: classid 1:1 htb rate 10mbit",
+  "class add parent 1: classid 1:2 htb rate 10mbit",
+  "filter add parent 1: protocol ip prio 1 u32 match ip sport 7002 0xffff flowid 1:2",
+] }
+netem = "rate 10mbit delay 5ms"
+
+[[app]]
+name = "a"
+kind = "udp-cbr"
+node = "tx"
+dst = "rx:7001"
+rate = "4mbit"
+[[app]]
+name = "b"
+kind = "udp-cbr"
+node = "tx"
+dst = "rx:7002"
+rate = "4mbit"
+[[app]]
+name = "sa"
+kind = "udp-sink"
+node = "rx"
+port = 7001
+[[app]]
+name = "sb"
+kind = "udp-sink"
+node = "rx"
+port = 7002
+"#;
+    let r = common::run(text, None);
+    let f = |n: &str| r.flows.iter().find(|f| f.name == n).unwrap().clone();
+    let (sa, sb, a) = (f("sa"), f("sb"), f("a"));
+    eprintln!("sink 7001: {} of {} datagrams, sink 7002 (important): {}", sa.rx_packets, a.tx_packets, sb.rx_packets);
+    assert!(sb.rx_packets as f64 >= 0.99 * f("b").tx_packets as f64 - 5.0, "important: all delivered");
+    assert!((sa.rx_packets as f64) < 0.8 * a.tx_packets as f64, "policed: {} of {}", sa.rx_packets, a.tx_packets);
+}
