@@ -87,6 +87,9 @@ pub(crate) struct Node {
     pub counters: NodeCounters,
     /// Interface addresses in interface order (SCTP binds all of them).
     pub addrs: Vec<Ipv4Addr>,
+    /// The same, sorted: "is this packet for me" per received packet is a binary search
+    /// (a router of a 2000-host dumbbell has 2000 interfaces).
+    local_sorted: Vec<u32>,
     /// Transport configuration used when the stack is created.
     pub stack_cfg: StackConfig,
     /// TCP/SCTP endpoints, created on first use.
@@ -217,6 +220,7 @@ impl Sim {
             udp_ports: HashMap::new(),
             counters: NodeCounters::default(),
             addrs: Vec::new(),
+            local_sorted: Vec::new(),
             stack_cfg: StackConfig::default(),
             stack: None,
         });
@@ -295,6 +299,10 @@ impl Sim {
             let dev = format!("{}:{}", node.name, nm);
             node.ifaces.push(Iface { name: nm.to_string(), addr, out, qdisc: q, capture: None, probe: false, dev });
             node.addrs.push(addr.addr);
+            let k = u32::from(addr.addr);
+            if let Err(i) = node.local_sorted.binary_search(&k) {
+                node.local_sorted.insert(i, k);
+            }
             // connected route (`proto kernel scope link`)
             let idx = node.ifaces.len() as u32 - 1;
             node.routes.add(addr.network(), addr.prefix, NextHop { iface: idx, via: None });
@@ -904,7 +912,7 @@ impl Sim {
             return;
         }
         let dst = ipp.dst_addr();
-        let local = node.ifaces.iter().any(|f| f.addr.addr == dst);
+        let local = node.local_sorted.binary_search(&u32::from(dst)).is_ok();
         if local {
             node.counters.delivered += 1;
             self.deliver_local(n, pkt);
