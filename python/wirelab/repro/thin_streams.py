@@ -794,6 +794,7 @@ def n_sweep(dirs: list[Path], queue: str = "pfifo", img: Path | None = None) -> 
                 _f(cell[(n, c)].get(key), cell[(n, c)].get(key + "_ci"), nd) if (n, c) in cell else "–"
                 for c in cfgs) + " |")
         out.append(f"{title}, {queue}:\n\n" + "\n".join(t))
+    out.append(f"where the thin-stream mechanisms act, {queue}:\n\n" + _mechanism_table(dirs, queue, ns, cell))
     if img is not None:
         import matplotlib
 
@@ -824,6 +825,56 @@ def n_sweep(dirs: list[Path], queue: str = "pfifo", img: Path | None = None) -> 
         fig.savefig(img / "thin-n-sweep.png")
         plt.close(fig)
     return "\n\n".join(out)
+
+
+def _fingerprints(dirs: list[Path], queue: str) -> dict[tuple[int, str, int], str]:
+    """``(n, config, seed) -> fingerprint`` of every finished N-vs-N run on ``queue``."""
+    fps: dict[tuple[int, str, int], str] = {}
+    for d in dirs:
+        meta = json.loads((d / "matrix.json").read_text())
+        if meta.get("vthin") or meta.get("greedy") is not None:
+            continue
+        for n, c, q in meta["cells"]:
+            if q != queue:
+                continue
+            for s in meta["seeds"]:
+                sp = d / cell_name(n, c, q) / f"seed{s}" / "run" / "summary.json"
+                if sp.exists():
+                    fps[(n, c, s)] = str(json.loads(sp.read_text()).get("fingerprint"))
+    return fps
+
+
+def _mechanism_table(dirs: list[Path], queue: str, ns: list[int], cell: dict) -> str:
+    """Per N: in how many seeds LT, MFR and LT+MFR are byte-identical to vanilla (same
+    ``fingerprint``), the exact LT and MFR counters (per run, summed over the streams), the
+    share of 1-s samples at which vanilla's streams were thin, and ER+TLP's and LT's p99
+    change against vanilla."""
+    fps = _fingerprints(dirs, queue)
+
+    def same(n: int, c: str) -> str:
+        seeds = sorted(s for (n2, c2, s) in fps if n2 == n and c2 == c and (n, "vanilla", s) in fps)
+        if not seeds:
+            return "–"
+        return f"{sum(fps[(n, c, s)] == fps[(n, 'vanilla', s)] for s in seeds)}/{len(seeds)}"
+
+    def val(n: int, c: str, key: str, nd: int = 0) -> str:
+        r = cell.get((n, c))
+        return _f(r.get(key), r.get(key + "_ci"), nd) if r and key in r else "–"
+
+    def dp99(n: int, c: str) -> str:
+        r, v = cell.get((n, c)), cell.get((n, "vanilla"))
+        if not r or not v or not v.get("thin_lat_p99"):
+            return "–"
+        return f"{100.0 * (r['thin_lat_p99'] / v['thin_lat_p99'] - 1.0):+.0f}"
+
+    t = ["| N | LT ≡ vanilla (seeds) | MFR ≡ vanilla | LT+MFR ≡ vanilla | linear RTOs (LT) | "
+         "thin-dupack retx (MFR) | vanilla samples thin (%) | LT Δp99 (%) | ER+TLP Δp99 (%) |",
+         "|---|---|---|---|---|---|---|---|---|"]
+    for n in ns:
+        t.append(f"| {n} | {same(n, 'lt')} | {same(n, 'mfr')} | {same(n, 'lt-mfr')} | "
+                 f"{val(n, 'lt', 'cnt_thin_linear_timeouts')} | {val(n, 'mfr', 'cnt_thin_dupack_retrans')} | "
+                 f"{val(n, 'vanilla', 'thin_sampled_pct', 1)} | {dp99(n, 'lt')} | {dp99(n, 'er-tlp')} |")
+    return "\n".join(t)
 
 
 # ---------------------------------------------------------------------------------------
