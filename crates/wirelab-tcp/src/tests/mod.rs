@@ -1102,3 +1102,22 @@ fn frto_detects_spurious_rto_without_timestamps() {
     assert_eq!(res[1].0, 0);
     assert!(res[0].1 < res[1].1, "F-RTO avoids go-back-N: {res:?}");
 }
+
+/// FreeBSD's 32 KB send / 64 KB receive buffers count payload; through Linux's truesize
+/// accounting the profile doubles them, so a bulk transfer on the shim study's path
+/// (1.5 Mbit/s, 35 ms each way) fills the link, as FreeBSD 4.10 did (with the raw values
+/// only ≈ 16 KB were in flight: ≈ 1.16 Mbit/s).
+#[test]
+fn freebsd_profile_buffers_fill_a_1_5_mbit_70_ms_path() {
+    let cfg = TcpConfig::profile("freebsd-4.10").unwrap();
+    let mut p = Pair::new(cfg.clone(), cfg, 1_500_000, ms(35), 50, 88);
+    let (c, s) = p.connect(22);
+    p.sinks.push((false, s, 0, false));
+    p.bulk.push((true, c, u64::MAX));
+    p.run_for(Duration::from_secs(5));
+    let b0 = p.b.info(s).unwrap().bytes_received;
+    p.run_for(Duration::from_secs(20));
+    let rate = (p.b.info(s).unwrap().bytes_received - b0) as f64 * 8.0 / 20.0;
+    // payload share of the wire: 1448 of 1448 + 52 (TCP/IP + timestamps)
+    assert!(rate > 0.9 * 1.5e6 * 1448.0 / 1500.0, "{:.3} Mbit/s", rate / 1e6);
+}
