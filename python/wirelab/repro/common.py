@@ -184,10 +184,14 @@ def pyplot():
     return plt
 
 
-def save(fig, path: Path, dpi: int = 72) -> Path:
+def save(fig, path: Path, dpi: int | None = 72, max_bytes: int | None = None) -> Path:
+    """tight_layout, savefig (``dpi=None``: the figure's own; at 56 dpi instead if the file
+    would exceed ``max_bytes``), close."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=dpi)
+    if max_bytes and path.stat().st_size > max_bytes:
+        fig.savefig(path, dpi=56)
     pyplot().close(fig)
     return path
 
