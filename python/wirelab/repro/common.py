@@ -26,10 +26,11 @@ from .. import _wirelab
 from ..result import Result
 from ..runner import run as _run
 
-#: The checkout this package was loaded from (python/wirelab/repro/common.py → root), if
-#: it is one; an installed package falls back to the working directory.
+#: The checkout whose ``scenarios/`` the studies run: ``$WIRELAB_CHECKOUT``, else the one
+#: this package was loaded from (python/wirelab/repro/common.py → root), else (an installed
+#: package) the working directory.
 _HERE = Path(__file__).resolve().parents[3]
-CHECKOUT = _HERE if (_HERE / "scenarios").is_dir() else Path.cwd()
+CHECKOUT = Path(os.environ.get("WIRELAB_CHECKOUT") or (_HERE if (_HERE / "scenarios").is_dir() else Path.cwd()))
 
 
 def scenario_file(rel: str) -> Path:
