@@ -90,3 +90,13 @@ def test_the_replaced_t_implementations_and_their_error():
     assert rel(shim, 5) == pytest.approx(-0.0090, abs=3e-4)
     # sweep report beyond 30 dof: 0.15 % narrow at 31
     assert rel(report, 31) == pytest.approx(-0.0015, abs=3e-4)
+
+
+def test_doctests():
+    import doctest
+
+    from wirelab.repro import sndbuf_prio
+
+    for mod in (stats, sndbuf_prio):
+        failed, tried = doctest.testmod(mod)
+        assert tried > 0 and failed == 0, mod.__name__
