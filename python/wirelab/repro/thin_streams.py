@@ -59,6 +59,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pandas as pd
+
 from .. import stats
 from .common import add_out, analyze, pyplot, run, save, say, stamp, toml
 
@@ -708,69 +710,40 @@ def stability_windows(d: Path, window_s: float = 600.0, minute_s: float = 60.0) 
     :func:`run_one`): thin ACK latency percentiles and true loss by first-send time, greedy
     goodput from the sinks' received bytes, bottleneck drops, and the mechanism counters'
     increments. Returns (``window_s`` rows, ``minute_s`` rows of latency p99 and loss)."""
-    lat: dict[int, list[float]] = {}
-    mlat: dict[int, list[float]] = {}
-    sent: dict[int, int] = {}
-    lost: dict[int, int] = {}
-    msent: dict[int, int] = {}
-    mlost: dict[int, int] = {}
-    with (d / "analyze" / "segments.csv").open() as f:
-        rd = csv.reader(f)
-        h = next(rd)
-        i_t, i_l, i_lost = h.index("first_sent_s"), h.index("latency_ms"), h.index("lost")
-        for r in rd:
-            t = float(r[i_t])
-            w, mi = int(t // window_s), int(t // minute_s)
-            sent[w] = sent.get(w, 0) + 1
-            msent[mi] = msent.get(mi, 0) + 1
-            if r[i_lost] not in ("", "0"):
-                lost[w] = lost.get(w, 0) + int(r[i_lost])
-                mlost[mi] = mlost.get(mi, 0) + int(r[i_lost])
-            if r[i_l]:
-                x = float(r[i_l])
-                lat.setdefault(w, []).append(x)
-                mlat.setdefault(mi, []).append(x)
+    seg = pd.read_csv(d / "analyze" / "segments.csv", usecols=["first_sent_s", "latency_ms", "lost"])
+    seg["lost"] = seg["lost"].fillna(0)
+    flows = pd.read_csv(d / "run" / "flow_timeseries.csv")
     # greedy goodput: the sinks' cumulative received bytes at window edges
-    rx_at: dict[float, float] = {}
-    with (d / "run" / "flow_timeseries.csv").open() as f:
-        for r in csv.DictReader(f):
-            if r["flow"].startswith(f"sink{GREEDY_PORT // 1000}"):
-                t = float(r["time_s"])
-                rx_at[t] = rx_at.get(t, 0.0) + float(r["rx_bytes"])
-    drops_at: dict[float, float] = {}
-    with (d / "run" / "queue_timeseries.csv").open() as f:
-        for r in csv.DictReader(f):
-            if r["dev"] == "r1:eth2":
-                drops_at[float(r["time_s"])] = float(r["drops"])
-    cnt_at: dict[float, dict[str, float]] = {}
-    with (d / "run" / "tcp_timeseries.csv").open() as f:
-        for r in csv.DictReader(f):
-            if r.get("node") == "thinsender" and r["flow"].startswith("thin"):
-                c = cnt_at.setdefault(float(r["time_s"]), {k: 0.0 for k in COUNTERS})
-                for k in COUNTERS:
-                    c[k] += float(r[k])
+    rx = flows[flows["flow"].str.startswith(f"sink{GREEDY_PORT // 1000}")].groupby("time_s")["rx_bytes"].sum()
+    q = pd.read_csv(d / "run" / "queue_timeseries.csv")
+    drops = q[q["dev"] == "r1:eth2"].groupby("time_s")["drops"].last()
+    tcp = pd.read_csv(d / "run" / "tcp_timeseries.csv")
+    cnt = tcp[(tcp["node"] == "thinsender") & tcp["flow"].str.startswith("thin")].groupby("time_s")[list(COUNTERS)].sum()
 
-    def at(series: dict, t: float, default=0.0):
-        # the last sample at or before t
-        ks = [k for k in series if k <= t + 1e-9]
-        return series[max(ks)] if ks else default
+    def at(series, t: float):
+        """The last sample at or before t (0 before the first)."""
+        s = series[series.index <= t + 1e-9]
+        return s.iloc[-1] if len(s) else 0.0 * series.iloc[0]
+
+    def per(width: float):
+        return seg.groupby((seg["first_sent_s"] // width).astype(int))
 
     rows = []
-    for w in sorted(sent):
+    for w, g in per(window_s):
         t0, t1 = w * window_s, (w + 1) * window_s
-        xs = sorted(lat.get(w, []))
-        c0, c1 = at(cnt_at, t0, {k: 0.0 for k in COUNTERS}), at(cnt_at, t1, {k: 0.0 for k in COUNTERS})
+        lat = g["latency_ms"].dropna()
+        c0, c1 = at(cnt, t0), at(cnt, t1)
         rows.append({
-            "t0_s": t0, "t1_s": t1, "thin_ranges": sent[w],
-            "lat_p50": nearest_rank(xs, 50), "lat_p99": nearest_rank(xs, 99),
-            "lat_p999": nearest_rank(xs, 99.9), "lat_max": xs[-1] if xs else math.nan,
-            "true_loss_pct": 100.0 * lost.get(w, 0) / sent[w],
-            "greedy_mbps": (at(rx_at, t1) - at(rx_at, t0)) * 8 / window_s / 1e6,
-            "drops": at(drops_at, t1) - at(drops_at, t0),
+            "t0_s": t0, "t1_s": t1, "thin_ranges": len(g),
+            "lat_p50": nearest_rank(lat, 50), "lat_p99": nearest_rank(lat, 99),
+            "lat_p999": nearest_rank(lat, 99.9), "lat_max": lat.max() if len(lat) else math.nan,
+            "true_loss_pct": 100.0 * g["lost"].sum() / len(g),
+            "greedy_mbps": (at(rx, t1) - at(rx, t0)) * 8 / window_s / 1e6,
+            "drops": at(drops, t1) - at(drops, t0),
             **{f"d_{k}": c1[k] - c0[k] for k in COUNTERS},
         })
-    minutes = [{"t0_s": mi * minute_s, "lat_p99": nearest_rank(sorted(mlat.get(mi, [])), 99),
-                "true_loss_pct": 100.0 * mlost.get(mi, 0) / msent[mi]} for mi in sorted(msent)]
+    minutes = [{"t0_s": mi * minute_s, "lat_p99": nearest_rank(g["latency_ms"].dropna(), 99),
+                "true_loss_pct": 100.0 * g["lost"].sum() / len(g)} for mi, g in per(minute_s)]
     return rows, minutes
 
 
