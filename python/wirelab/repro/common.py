@@ -185,6 +185,19 @@ def pyplot():
     return plt
 
 
+def label(ax, xlabel: str | None = None, ylabel: str | None = None, title: str | None = None,
+          legend: dict | None = None) -> None:
+    """Axis labels, title and (with its keyword arguments) the legend of one panel."""
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    if title is not None:
+        ax.set_title(title)
+    if legend is not None:
+        ax.legend(**legend)
+
+
 def save(fig, path: Path, dpi: int | None = 72, max_bytes: int | None = None) -> Path:
     """tight_layout, savefig (``dpi=None``: the figure's own; at 56 dpi instead if the file
     would exceed ``max_bytes``), close."""

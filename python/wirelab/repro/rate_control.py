@@ -45,7 +45,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import add_out, pyplot, save, stamp, toml
+from .common import add_out, label, pyplot, save, stamp, toml
 from .common import run as run_scenario
 
 MSS_ETH = 1448  # linux-2.2 with timestamps: 1460 - 12
@@ -317,8 +317,7 @@ def exp_eth4m(out: Path, img: Path, dur: float = 60.0) -> dict:
         ts, rs = per_second(t, rate)
         ax.plot(ts, [x / 1e6 for x in rs], lw=1.2, color="C0", label="per second")
         ax.axhline(4, ls="--", color="k", lw=0.8, label="target 4 Mbit/s")
-        ax.set_title(f"{pol} policy: rate (mean {res[pol]['mean_mbps']:.2f} Mbit/s)")
-        ax.set_ylabel("Mbit/s")
+        label(ax, title=f"{pol} policy: rate (mean {res[pol]['mean_mbps']:.2f} Mbit/s)", ylabel="Mbit/s")
         ax.set_ylim(0, 10.5)
         ax.legend(fontsize=7, loc="upper right")
         rows = [x for x in rate_rows(r) if x["node"] == "oid"]
@@ -327,9 +326,7 @@ def exp_eth4m(out: Path, img: Path, dur: float = 60.0) -> dict:
                 where="post", lw=0.8, color="C1", label="controller window")
         ax.axhline(MSS_ETH, ls="--", color="k", lw=0.8, label="1 MSS (1448 B)")
         ax.set_yscale("log")
-        ax.set_ylabel("window (bytes)")
-        ax.set_xlabel("time (s)")
-        ax.legend(fontsize=7, loc="upper right")
+        label(ax, ylabel="window (bytes)", xlabel="time (s)", legend=dict(fontsize=7, loc="upper right"))
     _save(fig, img / "rate-eth-4mbit.png")
     # fig 6.3: window vs rate (original policy), per 100 ms sample
     r = runs["original"]
@@ -341,10 +338,8 @@ def exp_eth4m(out: Path, img: Path, dur: float = 60.0) -> dict:
     ax.axhline(500, ls="--", color="k", lw=0.8, label="target 4 Mbit/s = 500 kB/s")
     ax.axvline(MSS_ETH, ls=":", color="k", lw=0.8, label="1 MSS")
     ax.set_xscale("log")
-    ax.set_xlabel("controller window (bytes)")
-    ax.set_ylabel("kB/s (100 ms samples)")
-    ax.set_title("original policy: throughput vs window")
-    ax.legend(fontsize=7)
+    label(ax, xlabel="controller window (bytes)", ylabel="kB/s (100 ms samples)",
+          title="original policy: throughput vs window", legend=dict(fontsize=7))
     _save(fig, img / "rate-eth-window-vs-rate.png")
     return res
 
@@ -392,21 +387,16 @@ def exp_window(out: Path, img: Path, dur: float = 8.0) -> dict:
     ax.plot([w / 1024 for w in res["window_bytes"]], [m * 1e6 / 8e3 for m in res["mbps"]],
             marker="o", ms=3)
     ax.axvline(MSS_ETH / 1024, ls=":", color="k", lw=0.8, label="1 MSS")
-    ax.set_xlabel("constant window (KB)")
-    ax.set_ylabel("kB/s")
+    label(ax, xlabel="constant window (KB)", ylabel="kB/s")
     ax.set_yscale("log")
-    ax.set_title("throughput per window")
-    ax.legend(fontsize=7)
+    label(ax, title="throughput per window", legend=dict(fontsize=7))
     for ax, ws, title in ((axes[1], (32768, 20480, 10240, 4096, 3072, 2048, 1024), "32K … 1K (fig 6.4)"),
                           (axes[2], (2048, 1792, 1536, 1280, 1024), "2K … 1K by 256 B (fig 6.5)")):
         for w in ws:
             t, r = per_second(*series[w])
             ax.plot(t, [x / 8e3 for x in r], lw=1, label=f"{w} B")
         ax.set_yscale("log")
-        ax.set_xlabel("time (s)")
-        ax.set_ylabel("kB/s (per second)")
-        ax.set_title(title)
-        ax.legend(fontsize=6, ncol=2)
+        label(ax, xlabel="time (s)", ylabel="kB/s (per second)", title=title, legend=dict(fontsize=6, ncol=2))
     _save(fig, img / "rate-window-sweep.png")
     return res
 
@@ -438,10 +428,8 @@ def exp_mss(out: Path, img: Path, dur: float = 6.0, rtt: float = 0.3e-3) -> dict
     ax.plot(res["mss"], res["mbps"], marker="o", label="simulated (window = 1 MSS)")
     ax.plot(res["mss"], res["theory_thesis_mbps"], ls="--", label="thesis formula MSS/(0.3 ms + MSS/10 Mbit/s)")
     ax.plot(res["mss"], res["theory_wire_mbps"], ls=":", label="same with headers and ACK time")
-    ax.set_xlabel("segment payload (bytes)")
-    ax.set_ylabel("Mbit/s")
-    ax.set_title("stop-and-wait: throughput vs MSS (fig 6.6)")
-    ax.legend(fontsize=7)
+    label(ax, xlabel="segment payload (bytes)", ylabel="Mbit/s", title="stop-and-wait: throughput vs MSS (fig 6.6)",
+          legend=dict(fontsize=7))
     _save(fig, img / "rate-mss.png")
     return res
 
@@ -475,21 +463,17 @@ def exp_t1(out: Path, img: Path, nbytes: int = 8 * 1024 * 1024, dur: float = 100
     for pct, (t, r) in series.items():
         ax.plot(t, [x / 1e6 for x in r], lw=1, label=f"run.{pct}")
     ax.axhline(res["theory_lowest_wire_mbps"], ls="--", color="k", lw=0.8, label="theory.lowest")
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("Mbit/s (per second)")
-    ax.set_title("ttcp over a T1 (fig 6.7)")
-    ax.legend(fontsize=7)
+    label(ax, xlabel="time (s)", ylabel="Mbit/s (per second)", title="ttcp over a T1 (fig 6.7)",
+          legend=dict(fontsize=7))
     ax = axes[1]
     ax.plot(res["pct"], res["mbps"], marker="o", label="achieved (ttcp rate)")
     ax.plot(res["pct"], res["target_mbps"], ls="--", color="0.5", label="target")
     ax.axhline(res["theory_lowest_wire_mbps"], ls=":", color="k", lw=0.8, label="theory.lowest")
     ax.axhline(res["uncontrolled_mbps"], ls="-.", color="C2", lw=0.8, label="uncontrolled")
-    ax.set_xlabel("target (% of 1.544 Mbit/s)")
-    ax.set_ylabel("Mbit/s")
+    label(ax, xlabel="target (% of 1.544 Mbit/s)", ylabel="Mbit/s")
     ax.set_ylim(0, 1.7)
     ax.invert_xaxis()
-    ax.set_title("average rate per target (fig 6.8)")
-    ax.legend(fontsize=7)
+    label(ax, title="average rate per target (fig 6.8)", legend=dict(fontsize=7))
     _save(fig, img / "rate-t1.png")
     return res
 
@@ -524,10 +508,8 @@ def exp_ppp(out: Path, img: Path, dur: float = 150.0) -> dict:
                     "transfer_s": (t[act[-1]] - t[act[0]] + 1) if act else None}
         if pct in (100, 70, 50, 30):
             ax.plot(t, [x / 1e3 for x in rr], lw=1, label=f"{pct} %")
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("kbit/s (per second)")
-    ax.set_title("ttcp over a 38.8 kbit/s PPP link (fig 6.9)")
-    ax.legend(fontsize=7)
+    label(ax, xlabel="time (s)", ylabel="kbit/s (per second)", title="ttcp over a 38.8 kbit/s PPP link (fig 6.9)",
+          legend=dict(fontsize=7))
     _save(fig, img / "rate-ppp.png")
     return res
 
@@ -624,24 +606,19 @@ def exp_pppbuf(out: Path, img: Path, dur: float = 200.0) -> dict:
              for x in rate_rows(r) if x["node"] == "nox" and x["conn"]]
         axes[0][1].plot([a for a, _, _ in m], [b / 1e3 for _, b, _ in m], lw=0.9, label=f"{pct} %")
         axes[1][0].step([a for a, _, _ in m], [c for _, _, c in m], where="post", lw=0.9, label=f"{pct} %")
-    axes[0][0].set_title(f"{PPP_CONFIGS[main][2]}: per-second rate (fig 6.9)")
-    axes[0][0].set_ylabel("kbit/s (per second)")
-    axes[0][1].set_title("the receiver's meter (3-s average)")
-    axes[0][1].set_ylabel("kbit/s")
+    label(axes[0][0], title=f"{PPP_CONFIGS[main][2]}: per-second rate (fig 6.9)", ylabel="kbit/s (per second)")
+    label(axes[0][1], title="the receiver's meter (3-s average)", ylabel="kbit/s")
     axes[0][1].set_ylim(25, 45)
-    axes[1][0].set_title("controller window")
-    axes[1][0].set_ylabel("bytes")
+    label(axes[1][0], title="controller window", ylabel="bytes")
     axes[1][0].axhline(MSS_ETH, ls=":", color="k", lw=0.8)
     ax = axes[1][1]
-    for cfg, (_d, _q, label) in PPP_CONFIGS.items():
+    for cfg, (_d, _q, cfg_label) in PPP_CONFIGS.items():
         r = keep[(cfg, 90)]
         m = [(float(x["time_s"]), int(x["window"])) for x in rate_rows(r) if x["node"] == "nox" and x["conn"]]
-        ax.step([a for a, _ in m], [b for _, b in m], where="post", lw=0.9, label=label)
-    ax.set_title("target 90 %: controller window per configuration")
-    ax.set_ylabel("bytes")
+        ax.step([a for a, _ in m], [b for _, b in m], where="post", lw=0.9, label=cfg_label)
+    label(ax, title="target 90 %: controller window per configuration", ylabel="bytes")
     for a in axes.flat:
-        a.set_xlabel("time (s)")
-        a.legend(fontsize=6)
+        label(a, xlabel="time (s)", legend=dict(fontsize=6))
     _save(fig, img / "rate-ppp-buffered.png")
     return res
 
@@ -772,14 +749,10 @@ def exp_multi(out: Path, img: Path, dur: float = 10.0) -> dict:
                 axes[0].axhline(1.2, ls="--", color="k", lw=0.8, label="target 1.2 Mbit/s (60 % / 5)")
                 axes[0].set_ylim(0, 3)
         axes[1].plot(range(1, 6), per, marker="o", label=f"{pct} % of the link in total")
-    axes[0].set_xlabel("time (s)")
-    axes[0].set_ylabel("Mbit/s (per second)")
-    axes[0].set_title("one stream of five at 60 % (fig 6.10)")
-    axes[0].legend(fontsize=7)
-    axes[1].set_xlabel("concurrent streams")
-    axes[1].set_ylabel("mean per-stream Mbit/s")
-    axes[1].set_title("average rate of a stream (fig 6.11)")
-    axes[1].legend(fontsize=7)
+    label(axes[0], xlabel="time (s)", ylabel="Mbit/s (per second)", title="one stream of five at 60 % (fig 6.10)",
+          legend=dict(fontsize=7))
+    label(axes[1], xlabel="concurrent streams", ylabel="mean per-stream Mbit/s",
+          title="average rate of a stream (fig 6.11)", legend=dict(fontsize=7))
     _save(fig, img / "rate-multi.png")
     return res
 
@@ -805,10 +778,8 @@ def exp_t1multi(out: Path, img: Path, dur: float = 30.0) -> dict:
         ax.plot(pcts, per, marker="o", ms=3, label=f"{n} stream{'s' if n > 1 else ''}")
     ax.plot(pcts, [T1_RATE * p / 100e6 for p in pcts], ls="--", color="0.5", label="target (total)")
     ax.invert_xaxis()
-    ax.set_xlabel("target (% of 1.544 Mbit/s, shared equally)")
-    ax.set_ylabel("mean per-stream Mbit/s")
-    ax.set_title("multiple ttcp over a T1 (fig 6.12)")
-    ax.legend(fontsize=7)
+    label(ax, xlabel="target (% of 1.544 Mbit/s, shared equally)", ylabel="mean per-stream Mbit/s",
+          title="multiple ttcp over a T1 (fig 6.12)", legend=dict(fontsize=7))
     _save(fig, img / "rate-t1-multi.png")
     return res
 
@@ -847,10 +818,8 @@ def exp_cbq(out: Path, img: Path, nbytes: int = 8 * 1024 * 1024, dur: float = 10
     ax.plot(res["pct"], [T1_RATE * p / 100e6 for p in res["pct"]], ls="--", color="0.5", label="target")
     ax.set_ylim(0, 1.7)
     ax.invert_xaxis()
-    ax.set_xlabel("CBQ class rate (% of 1.544 Mbit/s)")
-    ax.set_ylabel("Mbit/s")
-    ax.set_title("CBQ vs our algorithm (fig 6.13)")
-    ax.legend(fontsize=7)
+    label(ax, xlabel="CBQ class rate (% of 1.544 Mbit/s)", ylabel="Mbit/s", title="CBQ vs our algorithm (fig 6.13)",
+          legend=dict(fontsize=7))
     _save(fig, img / "rate-cbq.png")
     return res
 
@@ -969,8 +938,7 @@ def exp_important(out: Path, img: Path, dur: float = 60.0) -> dict:
         e = res["cases"][case]
         ax.set_title(f"{IMPORTANT_CASES[case][2]}\nmean 30-60 s: video {e['sink_video']['mbps_30_60']:.2f}, "
                      f"other {e['sink_other']['mbps_30_60']:.2f} Mbit/s", fontsize=9)
-        ax.set_ylabel("Mbit/s (per second)")
-        ax.legend(fontsize=7, loc="upper right")
+        label(ax, ylabel="Mbit/s (per second)", legend=dict(fontsize=7, loc="upper right"))
         ax = axes[1][col]
         rows = [x for x in rate_rows(r) if x["node"] == "oid"]
         for port, lab, c in ((5001, "video server", "C0"), (5002, "other", "C1")):
@@ -979,9 +947,7 @@ def exp_important(out: Path, img: Path, dur: float = 60.0) -> dict:
                     lw=0.9, color=c, label=f"{lab}: offered window")
         ax.axhline(MSS_ETH, ls=":", color="k", lw=0.8, label="1 MSS")
         ax.set_yscale("log")
-        ax.set_ylabel("window (bytes)")
-        ax.set_xlabel("time (s)")
-        ax.legend(fontsize=7, loc="lower right")
+        label(ax, ylabel="window (bytes)", xlabel="time (s)", legend=dict(fontsize=7, loc="lower right"))
     _save(fig, img / "rate-important.png")
     return res
 

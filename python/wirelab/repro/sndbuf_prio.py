@@ -59,7 +59,7 @@ from typing import Sequence
 import pandas as pd
 
 from .. import stats
-from .common import add_out, ipv4, md_table, pcap_packets, pyplot, run, save, sctp_chunks, stamp, toml
+from .common import add_out, ipv4, label, md_table, pcap_packets, pyplot, run, save, sctp_chunks, stamp, toml
 
 #: Bottleneck rate calibrated once (see the report): the r2 → r1 serialisation rate.
 DEFAULT_BOTTLENECK = "75mbit"
@@ -492,11 +492,9 @@ def twoflow(out: Path, duration: str = "300s", seed: int = 1) -> dict:
             mu, sdv, _n = stats.mean_sd(ys)
             adv[name] = {"mean_pct": mu, "sd_pct": sdv, "min": min(ys, default=math.nan),
                          "max": max(ys, default=math.nan), "n": len(ys)}
-        ax.set_xlabel("time (s)")
-        ax.set_ylabel("send-buffer value (%, V2)")
+        label(ax, xlabel="time (s)", ylabel="send-buffer value (%, V2)")
         ax.set_ylim(0, 100)
-        ax.set_title(f"2 flows, {q.upper()} at 1 mbit/s")
-        ax.legend(loc="upper right", fontsize=8)
+        label(ax, title=f"2 flows, {q.upper()} at 1 mbit/s", legend=dict(loc="upper right", fontsize=8))
         img = save(fig, out / f"sndbuf-prio-twoflow-{q}.png", dpi=110)
         res[q] = {"wall_s": round(wall, 2), "kbps": {h: v[0] for h, v in zip(HOSTS, per_host)}, "adv": adv,
                   "img": str(img)}
@@ -541,9 +539,7 @@ def plot_cdf(dirs: Sequence[Path], img: Path, duration: float = 300.0) -> None:
     for ax, n in zip(axes[0], ns):
         for name, xs in by_n[n]:
             ax.step(*stats.ecdf(xs), where="post", label=name)
-        ax.set_title(f"{n} flows")
-        ax.set_xlabel("per-flow bandwidth (kbit/s)")
-        ax.set_ylabel("CDF")
+        label(ax, title=f"{n} flows", xlabel="per-flow bandwidth (kbit/s)", ylabel="CDF")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")
     save(fig, img, dpi=110)

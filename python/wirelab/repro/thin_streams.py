@@ -62,7 +62,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import stats
-from .common import add_out, analyze, pyplot, run, save, say, stamp, toml
+from .common import add_out, analyze, label, pyplot, run, save, say, stamp, toml
 
 #: Bottleneck (seed-systems §3.8).
 RATE = "5mbit"
@@ -619,7 +619,7 @@ def n_sweep(dirs: list[Path], queue: str = "pfifo", img: Path | None = None) -> 
     out = []
     for key, nd, title in (("thin_lat_p99", 0, "thin ACK latency p99 (ms)"),
                            ("greedy_goodput_mbps", 3, "greedy goodput, sum (Mbit/s)")):
-        t = [f"| N | " + " | ".join(LABELS[c] for c in cfgs) + " |", "|---|" + "---|" * len(cfgs)]
+        t = ["| N | " + " | ".join(LABELS[c] for c in cfgs) + " |", "|---|" + "---|" * len(cfgs)]
         for n in ns:
             t.append(f"| {n} | " + " | ".join(
                 _f(cell[(n, c)].get(key), cell[(n, c)].get(key + "_ci"), nd) if (n, c) in cell else "–"
@@ -773,8 +773,7 @@ def stability_report(d: Path, img: Path | None, window_s: float = 600.0) -> str:
         ax[0].set_ylabel("ACK latency p99 (ms)")
         ax[0].grid(True, alpha=0.3)
         ax[1].plot(xs, [m["true_loss_pct"] for m in minutes], "tab:red", linewidth=1)
-        ax[1].set_ylabel("true loss (%)")
-        ax[1].set_xlabel("minute of the run (first transmission)")
+        label(ax[1], ylabel="true loss (%)", xlabel="minute of the run (first transmission)")
         ax[1].grid(True, alpha=0.3)
         ax[0].set_title("60 thin (LT+MFR) vs 10 greedy, pfifo: per-minute series", fontsize=10)
         save(fig, img / "thin-stability-2h.png", dpi=None)
