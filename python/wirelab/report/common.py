@@ -65,6 +65,23 @@ def page(title: str, body: Sequence[str]) -> str:
             f"<style>{CSS}</style></head><body>{''.join(body)}{SELF_CHECK}</body></html>\n")
 
 
+def series_figure(groups, x: str, y: str, ylabel: str, title: str, scale: float = 1.0,
+                  legend: dict | None = None, **plot_kw):
+    """One panel, a line per ``(label, frame)`` of ``groups`` (at most MAX_LINES): ``y``
+    (times ``scale``) over ``x``, time axis, grid and legend."""
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    for i, (name, g) in enumerate(groups):
+        if i >= MAX_LINES:
+            break
+        ax.plot(g[x], g[y] * scale, label=name, lw=1.2, **plot_kw)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(**(legend or {"fontsize": 7}))
+    return fig
+
+
 def cdf_figure(series: Iterable[tuple[str, Sequence[float]]], xlabel: str, title: str):
     fig, ax = plt.subplots(figsize=(8, 3.2))
     n = 0
