@@ -4,7 +4,7 @@
 //! (the patch's `sctp_raise_sndbuf()`, `sctp_raise_rcvbuf()`, `sctp_rcvbuf_adjust()`,
 //! after TCP's `tcp_new_space()`, `tcp_clamp_window()`, `tcp_rcv_space_adjust()`).
 use super::Assoc;
-use crate::config::{Autotune, SctpConfig};
+use crate::config::{Autotune, RttFallback, SctpConfig};
 use crate::types::*;
 use wirelab_core::{Duration, Instant};
 
@@ -17,6 +17,8 @@ pub(super) struct RcvSpace {
     time: Instant,
     /// Bytes copied to the user since `time`.
     copied: u64,
+    /// A measurement is under way (the patch's `rcvq_space.start_time != 0`).
+    started: bool,
 }
 
 /// Linux `sctp_assoc_add_peer()`: ssthresh starts at the peer's a_rwnd; seed 001's
@@ -70,14 +72,37 @@ impl Assoc {
     }
 
     /// Receiver rule 2 (as `tcp_rcv_space_adjust()`): once per RTT, target = 2 × bytes
-    /// copied to the user in that RTT; grow `sk_rcvbuf` to it (clamped). The RTT is the
-    /// path's SRTT (from data or heartbeats), else RTO.Initial.
+    /// copied to the user in that RTT; grow `sk_rcvbuf` to it (clamped). Which RTT, and
+    /// what happens before there is one, is `SctpConfig::rtt_fallback()`:
+    /// * `None` (the patch's `sctp_rcvbuf_adjust()`): the first read only starts the
+    ///   measurement (`if (!start_time) goto new_measure`); then the last RTT sample of
+    ///   the path data came from (`asoc->peer.last_data_from->rtt`);
+    ///   `if (time < rtt || !rtt) return 0`, so without a sample the bytes keep adding up
+    ///   and the buffer does not grow.
+    /// * `RtoInitial`: the path's SRTT, else RTO.Initial, measured from time zero.
     pub(super) fn rcv_space_adjust(&mut self, now: Instant, cfg: &SctpConfig, copied: u64) {
         if cfg.autotune == Autotune::Off || self.sock.rcvbuf_locked {
             return;
         }
-        self.tune.copied += copied;
-        let rtt = self.paths.get(self.rx.data_from).and_then(|p| p.srtt).map(Duration::from_nanos).unwrap_or(cfg.rto_initial);
+        let path = self.paths.get(self.rx.data_from);
+        let rtt = match cfg.rtt_fallback() {
+            RttFallback::None => {
+                if !self.tune.started {
+                    self.tune.started = true;
+                    self.tune.time = now;
+                    return;
+                }
+                self.tune.copied += copied;
+                match path.and_then(|p| p.rtt_last) {
+                    Some(r) if r > 0 => Duration::from_nanos(r),
+                    _ => return,
+                }
+            }
+            RttFallback::RtoInitial => {
+                self.tune.copied += copied;
+                path.and_then(|p| p.srtt).map(Duration::from_nanos).unwrap_or(cfg.rto_initial)
+            }
+        };
         if now.saturating_since(self.tune.time) < rtt {
             return;
         }

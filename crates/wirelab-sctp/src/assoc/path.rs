@@ -16,6 +16,8 @@ pub(crate) struct Path {
     pub pba: u32,
     pub flight: u32,
     pub(super) srtt: Option<u64>,
+    /// The most recent RTT sample, ns (Linux `transport->rtt`).
+    pub(super) rtt_last: Option<u64>,
     rttvar: u64,
     pub rto: Duration,
     pub error_count: u32,
@@ -50,6 +52,7 @@ impl Path {
             pba: 0,
             flight: 0,
             srtt: None,
+            rtt_last: None,
             rttvar: 0,
             rto: cfg.rto_initial,
             error_count: 0,
@@ -69,6 +72,7 @@ impl Path {
     /// RFC 9260 §6.3.1 (C2/C3); Linux `sctp_transport_update_rto()`.
     pub(super) fn rtt_sample(&mut self, r: Duration, cfg: &SctpConfig) {
         let r = r.as_nanos();
+        self.rtt_last = Some(r);
         match self.srtt {
             None => {
                 self.srtt = Some(r);
