@@ -8,7 +8,7 @@
 //!
 //! Segments are MSS-sized (no TSO/GSO). cwnd and the scoreboard count packets, as Linux.
 use crate::api::{RcvWindowPolicy, SockError, SockOpt, SocketId, TcpInfo, TcpState};
-use crate::cc::{CaEvent, CaState, CcSock, CongCtl, TCP_INFINITE_SSTHRESH};
+use crate::cc::{AckSample, CaEvent, CaState, CcSock, CongestionOps, TCP_INFINITE_SSTHRESH};
 use crate::config::{CongestionAlgo, RcvSpaceStyle, RdbMode, TcpConfig};
 use crate::ring::Ring;
 use crate::wire::{self, flags, SackBlocks, SeqNumber, TcpRepr};
@@ -233,7 +233,7 @@ pub(crate) struct Conn {
     flag_orig_sack_acked: bool,
     flag_data_sacked: bool,
     tp: CcSock,
-    cc: CongCtl,
+    cc: Box<dyn CongestionOps>,
     is_cwnd_limited: bool,
     max_packets_out: u32,
     cwnd_usage_seq: SeqNumber,
@@ -347,20 +347,13 @@ impl Conn {
         ts_offset: u32,
     ) -> Conn {
         let iss = SeqNumber(iss);
-        let tp = CcSock {
-            snd_cwnd: cfg.init_cwnd.max(1),
-            snd_ssthresh: TCP_INFINITE_SSTHRESH,
-            snd_cwnd_cnt: 0,
-            snd_cwnd_clamp: u32::MAX,
-            snd_una: iss,
-            snd_nxt: iss,
-            cwnd_limited: false,
-            jiffies: jiffies(cfg, now),
-            now_us: now.as_nanos() / 1000,
-            lsndtime: jiffies(cfg, now),
-            hz: cfg.hz,
-        };
-        let cc = CongCtl::new(cfg.tcp_congestion_control, &cfg.cubic, &tp);
+        let mut tp = CcSock::new(cfg.init_cwnd.max(1), cfg.hz);
+        tp.snd_una = iss;
+        tp.snd_nxt = iss;
+        tp.jiffies = jiffies(cfg, now);
+        tp.now_us = now.as_nanos() / 1000;
+        tp.lsndtime = jiffies(cfg, now);
+        let cc = cfg.tcp_congestion_control.instantiate(cfg, &tp);
         let advmss = cfg.advmss();
         Conn {
             id,
@@ -1361,9 +1354,8 @@ impl Conn {
         self.ack_update_rtt(cfg, seq_rtt);
         if acked_pkts > 0 || newly_sacked > 0 {
             self.sync_tp(cfg, now);
-            let mut tp = self.tp;
-            self.cc.pkts_acked(&mut tp, ca_rtt);
-            self.tp = tp;
+            let sample = AckSample { pkts_acked: acked_pkts, rtt_us: ca_rtt, in_flight: 0 };
+            self.cc.pkts_acked(&mut self.tp, &sample);
         }
         if acked_pkts > 0 || newly_sacked > 0 {
             self.rate_gen(now);
@@ -1669,8 +1661,8 @@ impl Conn {
             self.lost_out = 0;
         }
         if self.prior_ssthresh != 0 {
-            let tp = self.tp;
-            self.tp.snd_cwnd = self.cc.undo_cwnd(&tp, self.prior_cwnd);
+            self.tp.prior_cwnd = self.prior_cwnd;
+            self.tp.snd_cwnd = self.cc.undo_cwnd(&self.tp);
             if self.prior_ssthresh > self.tp.snd_ssthresh {
                 self.tp.snd_ssthresh = self.prior_ssthresh;
             }
@@ -3155,8 +3147,9 @@ impl Conn {
             }
             SockOpt::Congestion(name) => {
                 let algo = CongestionAlgo::from_name(name).map_err(|_| SockError::BadOption)?;
-                if algo != self.cc.algo() {
-                    self.cc = CongCtl::new(algo, &cfg.cubic, &self.tp);
+                if algo.name() != self.cc.name() {
+                    self.cc.release();
+                    self.cc = algo.instantiate(cfg, &self.tp);
                 }
             }
             SockOpt::QuickAck(v) => {
@@ -3243,7 +3236,7 @@ impl Conn {
             delivery_rate: self.delivery_rate,
             rcv_wscale: self.rcv_wscale,
             snd_wscale: self.snd_wscale,
-            congestion: self.cc.algo().name(),
+            congestion: self.cc.name(),
             thin: self.stream_is_thin(),
             rto_count: self.rto_count,
             thin_linear_timeouts: self.thin_lt_count,
@@ -3948,7 +3941,7 @@ impl Conn {
             + self.rcv_ring.capacity()
             + self.rtx.capacity() * core::mem::size_of::<TxSeg>()
             + self.ooo.capacity() * core::mem::size_of::<(SeqNumber, SeqNumber)>()
-            + if matches!(self.cc, CongCtl::Cubic(_)) { core::mem::size_of::<crate::cc::Cubic>() } else { 0 }
+            + self.cc.mem_size()
     }
 
     /// True if the connection may have something to transmit right now.

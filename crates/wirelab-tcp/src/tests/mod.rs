@@ -570,7 +570,7 @@ fn integrity_under_loss_sack_and_newreno() {
     assert!((info.total_retrans as u64) < drops * 2 + 10, "retrans {} drops {drops}", info.total_retrans);
     let mut nosack = TcpConfig::default();
     nosack.tcp_sack = false;
-    nosack.tcp_congestion_control = crate::CongestionAlgo::Reno;
+    nosack.tcp_congestion_control = crate::CongestionAlgo::RENO;
     integrity_run(nosack, 0.02, 72);
     integrity_run(TcpConfig::profile("freebsd-4.10").unwrap(), 0.01, 73);
     integrity_run(TcpConfig::profile("linux-2.2").unwrap(), 0.01, 74);
