@@ -675,7 +675,7 @@ impl Sim {
                 buf.clear();
                 buf.resize(HEADROOM, 0);
                 let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() else { return };
-                let t = stack.poll_transmit(now, &mut buf);
+                let t = stack.engine().poll_transmit(now, &mut buf);
                 match t {
                     Some(t) => self.send_ip(n, t, buf),
                     None => {
@@ -724,7 +724,7 @@ impl Sim {
             return; // superseded entry
         }
         stack.scheduled = None;
-        stack.handle_timeout(now);
+        stack.engine().handle_timeout(now);
         self.service_stack(n);
     }
 
@@ -1008,7 +1008,7 @@ impl Sim {
                     let payload = ipp.payload();
                     // checksum offload: only corrupted packets are verified (PktMeta::corrupted)
                     let verify = pkt.meta.corrupted || self.verify_checksums;
-                    stack.handle_packet(now, src, dst, proto, tos, payload, verify);
+                    stack.engine().handle_packet(now, wirelab_core::Datagram { src, dst, proto, tos, payload, verify });
                 }
                 self.recycle(pkt.data);
                 self.service_stack(n);
