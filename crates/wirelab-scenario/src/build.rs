@@ -5,8 +5,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 use wirelab_core::{Duration, Instant};
 use wirelab_link::NetemSpec;
-use wirelab_sim::apps::tcp::ClientState;
-use wirelab_sim::apps::{App, AppKind, Itt, SctpBulk, SctpServer, TcpBulk, TcpRr, TcpServer, TcpThin, UdpCbr, UdpSink};
+use wirelab_apps::{App, AppConfig, Itt, SctpBulkConfig, SctpServerConfig, TcpBulkConfig, TcpRrConfig, TcpServerConfig, TcpThinConfig, UdpCbrConfig, UdpSinkConfig};
 use wirelab_sim::stack::StackConfig;
 use wirelab_sim::capture::CaptureFormat;
 use wirelab_sim::{Change, IfAddr, Sim};
@@ -206,7 +205,7 @@ impl Scenario {
                     if interval == Duration::ZERO {
                         return Err(self.error_at(span(&a.kind), "the datagram interval is zero"));
                     }
-                    AppKind::UdpCbr(UdpCbr {
+                    AppConfig::UdpCbr(UdpCbrConfig {
                         dst,
                         src_port: a.port.as_ref().map(|p| *p.get_ref()).unwrap_or(40000 + ai as u16),
                         payload: size,
@@ -214,14 +213,11 @@ impl Scenario {
                         start,
                         stop,
                         count: a.count.as_ref().map(|c| *c.get_ref()),
-                        sent_pkts: 0,
-                        sent_bytes: 0,
-                        unroutable: 0,
                     })
                 }
                 "udp-sink" => {
                     let port = a.port.as_ref().ok_or_else(|| self.error_at(span(&a.kind), "app `udp-sink` needs `port`"))?;
-                    AppKind::UdpSink(UdpSink { port: *port.get_ref(), ..Default::default() })
+                    AppConfig::UdpSink(UdpSinkConfig { port: *port.get_ref() })
                 }
                 "tcp-bulk" | "tcp-file" => {
                     let kind = a.kind.get_ref().as_str();
@@ -232,7 +228,7 @@ impl Scenario {
                     if file && bytes.is_none() {
                         return Err(self.error_at(span(&a.kind), "app `tcp-file` needs `bytes` (the file size, e.g. \"5MB\")"));
                     }
-                    AppKind::TcpBulk(TcpBulk {
+                    AppConfig::TcpBulk(TcpBulkConfig {
                         dst,
                         start,
                         stop: if a.stop.is_some() || bytes.is_none() { Some(stop) } else { None },
@@ -245,31 +241,28 @@ impl Scenario {
                             EndpointHost::Node(i) => sim.node_addrs(i as u32).into_iter().filter(|a| a != dst.ip()).collect(),
                             EndpointHost::Addr(_) => Vec::new(),
                         },
-                        state: ClientState::default(),
                     })
                 }
                 "tcp-sink" | "tcp-echo" => {
                     let kind = a.kind.get_ref().as_str();
                     let port = a.port.as_ref().ok_or_else(|| self.error_at(span(&a.kind), format!("app `{kind}` needs `port`")))?;
-                    let mut srv = TcpServer::new(*port.get_ref());
-                    srv.echo = kind == "tcp-echo";
-                    srv.read_rate = a.read_rate.as_ref().map(|r| self.rate(r).map(|bps| bps / 8)).transpose()?;
-                    srv.opts = self.tcp_opts(a)?;
-                    AppKind::TcpServer(srv)
+                    AppConfig::TcpServer(TcpServerConfig {
+                        port: *port.get_ref(),
+                        echo: kind == "tcp-echo",
+                        read_rate: a.read_rate.as_ref().map(|r| self.rate(r).map(|bps| bps / 8)).transpose()?,
+                        backlog: 128,
+                        opts: self.tcp_opts(a)?,
+                    })
                 }
                 "tcp-rr" => {
                     let dst_s = a.dst.as_ref().ok_or_else(|| self.error_at(span(&a.kind), "app `tcp-rr` needs `dst` (the echo server, ADDR:PORT or NODE:PORT)"))?;
-                    AppKind::TcpRr(TcpRr {
+                    AppConfig::TcpRr(TcpRrConfig {
                         dst: self.resolve(&sim, dst_s)?,
                         start,
                         stop,
                         size: self.positive_size(a.size.as_ref(), 100)?,
                         interval: a.interval.as_ref().map(|i| self.time(i)).transpose()?.unwrap_or(Duration::ZERO),
                         opts: self.tcp_opts(a)?,
-                        state: ClientState::default(),
-                        req_start: None,
-                        latencies: Vec::new(),
-                        skipped: 0,
                     })
                 }
                 "tcp-thin" => {
@@ -321,20 +314,7 @@ impl Scenario {
                         opts.insert(0, wirelab_tcp::SockOpt::NoDelay(true));
                     }
                     let size = self.positive_size(a.size.as_ref(), preset.map_or(120, |x| x.1))?;
-                    AppKind::TcpThin(TcpThin {
-                        dst: self.resolve(&sim, dst_s)?,
-                        start,
-                        stop,
-                        size,
-                        itt,
-                        opts,
-                        state: ClientState::default(),
-                        writes: 0,
-                        blocked: 0,
-                        replay_pos: 0,
-                        size_next: size,
-                        rng: wirelab_core::Rng::stream(seed, &format!("app/{name}/itt")),
-                    })
+                    AppConfig::TcpThin(TcpThinConfig { dst: self.resolve(&sim, dst_s)?, start, stop, size, itt, opts })
                 }
                 "sctp-bulk" => {
                     let dst_s = a.dst.as_ref().ok_or_else(|| self.error_at(span(&a.kind), "app `sctp-bulk` needs `dst` (ADDR:PORT, or NODE:PORT for all of the node's addresses)"))?;
@@ -347,7 +327,7 @@ impl Scenario {
                         return Err(self.error_at(span(dst_s), "the destination node has no interfaces"));
                     }
                     let bytes = a.bytes.as_ref().map(|b| self.size(b)).transpose()?;
-                    AppKind::SctpBulk(SctpBulk {
+                    AppConfig::SctpBulk(SctpBulkConfig {
                         dst,
                         port,
                         single_homed: a.single_homed.unwrap_or(false),
@@ -358,20 +338,16 @@ impl Scenario {
                         streams: a.streams.as_ref().map(|x| *x.get_ref()).unwrap_or(1).max(1),
                         unordered: a.unordered.unwrap_or(false),
                         opts: self.sctp_opts(a)?,
-                        st: Default::default(),
                     })
                 }
                 "sctp-sink" | "sctp-echo" => {
                     let kind = a.kind.get_ref().as_str();
                     let port = a.port.as_ref().ok_or_else(|| self.error_at(span(&a.kind), format!("app `{kind}` needs `port`")))?;
-                    let mut srv = SctpServer::new(*port.get_ref());
-                    srv.echo = kind == "sctp-echo";
-                    srv.opts = self.sctp_opts(a)?;
-                    AppKind::SctpServer(srv)
+                    AppConfig::SctpServer(SctpServerConfig { port: *port.get_ref(), echo: kind == "sctp-echo", opts: self.sctp_opts(a)? })
                 }
                 _ => unreachable!("validated"),
             };
-            sim.add_app(App { name, node, kind }).map_err(|e| self.error_at(span(&a.node), e.0))?;
+            sim.add_app(App::new(name, node, kind, seed)).map_err(|e| self.error_at(span(&a.node), e.0))?;
         }
         // events
         for e in &d.events {

@@ -1,5 +1,5 @@
 //! Recorders: captures, the queue probe, time series and the run fingerprint.
-use crate::apps::App;
+use wirelab_apps::App;
 use crate::sim::{LinkDir, Node};
 use serde::Serialize;
 use wirelab_core::{Instant, Pkt};

@@ -10,7 +10,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use wirelab_core::{Datagram, Engine, Instant, SockEvent, SocketRef, Transmit};
 use wirelab_shim::{ShimSocketId as ShimId, ShimStack};
 use wirelab_tcp::{SockError, SocketId as TcpId};
-use wirelab_sctp::{SctpConfig, SctpEndpoint};
+use wirelab_sctp::{SctpConfig, SctpEndpoint, SocketId as SctpId};
 use wirelab_tcp::{TcpConfig, TcpEndpoint};
 
 /// Owner value for "no application".
@@ -369,8 +369,8 @@ impl HostStack {
     }
 
     /// Next socket event as `(owning app, input)`; events of unowned sockets are dropped.
-    pub(crate) fn poll_app_event(&mut self) -> Option<Option<(u32, crate::apps::AppInput)>> {
-        use crate::apps::AppInput;
+    pub(crate) fn poll_app_event(&mut self) -> Option<Option<(u32, wirelab_apps::AppInput)>> {
+        use wirelab_apps::AppInput;
         let (s, e) = self.engines.poll_event()?;
         Some(self.owner(s).map(|a| match s {
             SocketRef::Stream(i) => (a, AppInput::Tcp(TcpId(i), e)),
@@ -378,50 +378,8 @@ impl HostStack {
         }))
     }
 
-    // ---- stream sockets (TCP semantics; the shim's on a shim host) ----
+    // ---- what the driver and recorders read of stream sockets ----
 
-    /// `connect()`.
-    pub fn s_connect(&mut self, now: Instant, local: Ipv4Addr, remote: SocketAddrV4) -> Result<TcpId, SockError> {
-        self.engines.connect(now, local, remote)
-    }
-    /// `connect()` that, on a shim host, offers SCTP every local address and the
-    /// destination's other addresses (`remote_alt`) so the association is multihomed; a
-    /// plain TCP connect uses `local` and `remote` only.
-    pub fn s_connect_multi(&mut self, now: Instant, local: Ipv4Addr, locals: &[Ipv4Addr], remote: SocketAddrV4, remote_alt: &[Ipv4Addr]) -> Result<TcpId, SockError> {
-        self.engines.connect_multi(now, local, locals, remote, remote_alt)
-    }
-    /// `listen()`.
-    pub fn s_listen(&mut self, local: SocketAddrV4, backlog: u32) -> Result<TcpId, SockError> {
-        self.engines.listen(local, backlog)
-    }
-    /// `accept()`.
-    pub fn s_accept(&mut self, l: TcpId) -> Option<TcpId> {
-        self.engines.accept(l)
-    }
-    /// `write()`.
-    pub fn s_send(&mut self, now: Instant, s: TcpId, data: &[u8]) -> Result<usize, SockError> {
-        self.engines.send(now, s, data)
-    }
-    /// `read()`.
-    pub fn s_recv(&mut self, now: Instant, s: TcpId, buf: &mut [u8]) -> Result<usize, SockError> {
-        self.engines.recv(now, s, buf)
-    }
-    /// Reads and discards up to `max` bytes.
-    pub fn s_recv_discard(&mut self, now: Instant, s: TcpId, max: usize) -> Result<usize, SockError> {
-        self.engines.recv_discard(now, s, max)
-    }
-    /// `shutdown(SHUT_WR)`.
-    pub fn s_shutdown_write(&mut self, now: Instant, s: TcpId) -> Result<(), SockError> {
-        self.engines.shutdown_write(now, s)
-    }
-    /// `close()`.
-    pub fn s_close(&mut self, now: Instant, s: TcpId) {
-        self.engines.close(now, s)
-    }
-    /// `setsockopt()`.
-    pub fn s_set_option(&mut self, s: TcpId, opt: wirelab_tcp::SockOpt) -> Result<(), SockError> {
-        self.engines.set_option(s, opt)
-    }
     /// `tcp_info` of a stream socket (when it runs over TCP).
     pub fn s_info(&self, s: TcpId) -> Option<wirelab_tcp::TcpInfo> {
         self.engines.stream_tcp(s).and_then(|t| self.tcp().info(t))
@@ -442,6 +400,86 @@ impl HostStack {
     /// Transport a stream socket ended up on (`tcp` or `sctp`).
     pub fn s_transport(&self, s: TcpId) -> &'static str {
         self.engines.stream_transport(s)
+    }
+}
+
+/// The socket API applications use: stream calls go to the host's [`Transports`]
+/// (TCP, or the shim), `sctp_*` calls to its SCTP endpoint.
+impl wirelab_apps::HostSockets for HostStack {
+    fn connect(&mut self, now: Instant, local: Ipv4Addr, locals: &[Ipv4Addr], remote: SocketAddrV4, remote_alt: &[Ipv4Addr]) -> Result<TcpId, SockError> {
+        self.engines.connect_multi(now, local, locals, remote, remote_alt)
+    }
+    fn listen(&mut self, local: SocketAddrV4, backlog: u32) -> Result<TcpId, SockError> {
+        self.engines.listen(local, backlog)
+    }
+    fn accept(&mut self, l: TcpId) -> Option<TcpId> {
+        self.engines.accept(l)
+    }
+    fn send(&mut self, now: Instant, s: TcpId, data: &[u8]) -> Result<usize, SockError> {
+        self.engines.send(now, s, data)
+    }
+    fn recv(&mut self, now: Instant, s: TcpId, buf: &mut [u8]) -> Result<usize, SockError> {
+        self.engines.recv(now, s, buf)
+    }
+    fn recv_discard(&mut self, now: Instant, s: TcpId, max: usize) -> Result<usize, SockError> {
+        self.engines.recv_discard(now, s, max)
+    }
+    fn shutdown_write(&mut self, now: Instant, s: TcpId) -> Result<(), SockError> {
+        self.engines.shutdown_write(now, s)
+    }
+    fn close(&mut self, now: Instant, s: TcpId) {
+        self.engines.close(now, s)
+    }
+    fn set_option(&mut self, s: TcpId, opt: wirelab_tcp::SockOpt) -> Result<(), SockError> {
+        self.engines.set_option(s, opt)
+    }
+    fn own_stream(&mut self, s: TcpId, app: u32) {
+        self.own_tcp(s, app)
+    }
+    fn info(&self, s: TcpId) -> Option<wirelab_tcp::TcpInfo> {
+        self.s_info(s)
+    }
+    fn sctp_stats(&self, s: TcpId) -> Option<wirelab_sctp::AssocStats> {
+        self.s_sctp_stats(s)
+    }
+    fn addrs(&self, s: TcpId) -> Option<(SocketAddrV4, SocketAddrV4)> {
+        self.s_addrs(s)
+    }
+    fn transport(&self, s: TcpId) -> &'static str {
+        self.s_transport(s)
+    }
+    fn sctp_connect(&mut self, now: Instant, locals: &[Ipv4Addr], remotes: &[Ipv4Addr], port: u16) -> Result<SctpId, wirelab_sctp::SockError> {
+        self.sctp_mut().connect(now, locals, remotes, port)
+    }
+    fn sctp_listen(&mut self, locals: &[Ipv4Addr], port: u16, backlog: u32) -> Result<SctpId, wirelab_sctp::SockError> {
+        self.sctp_mut().listen(locals, port, backlog)
+    }
+    fn sctp_accept(&mut self, l: SctpId) -> Option<SctpId> {
+        self.sctp_mut().accept(l)
+    }
+    fn sctp_set_option(&mut self, s: SctpId, opt: wirelab_sctp::SockOpt) -> Result<(), wirelab_sctp::SockError> {
+        self.sctp_mut().set_option(s, opt)
+    }
+    fn sctp_send(&mut self, now: Instant, s: SctpId, stream: u16, data: &[u8], unordered: bool) -> Result<usize, wirelab_sctp::SockError> {
+        self.sctp_mut().send(now, s, stream, data, unordered)
+    }
+    fn sctp_recv(&mut self, now: Instant, s: SctpId, buf: &mut [u8]) -> Result<Option<wirelab_sctp::RecvInfo>, wirelab_sctp::SockError> {
+        self.sctp_mut().recv(now, s, buf)
+    }
+    fn sctp_recv_discard(&mut self, now: Instant, s: SctpId, max: usize) -> Result<Option<wirelab_sctp::RecvInfo>, wirelab_sctp::SockError> {
+        self.sctp_mut().recv_discard(now, s, max)
+    }
+    fn sctp_shutdown(&mut self, now: Instant, s: SctpId) -> Result<(), wirelab_sctp::SockError> {
+        self.sctp_mut().shutdown(now, s)
+    }
+    fn sctp_close(&mut self, now: Instant, s: SctpId) {
+        self.sctp_mut().close(now, s)
+    }
+    fn sctp_info(&self, s: SctpId) -> Option<wirelab_sctp::AssocInfo> {
+        self.sctp().info(s)
+    }
+    fn own_sctp(&mut self, s: SctpId, app: u32) {
+        HostStack::own_sctp(self, s, app)
     }
 }
 
