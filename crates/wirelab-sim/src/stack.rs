@@ -483,8 +483,8 @@ impl wirelab_apps::HostSockets for HostStack {
     }
 }
 
-/// Per-node transport configuration (profile plus sysctl overrides), applied when the
-/// node's stack is first created.
+/// Per-node transport configuration, applied when the node's stack is first created. The
+/// scenario builder fills it from profiles and sysctl names (`wirelab_scenario::sysctl`).
 #[derive(Clone, Debug, Default)]
 pub struct StackConfig {
     /// TCP configuration (`None` = the `linux-6` profile).
@@ -495,42 +495,4 @@ pub struct StackConfig {
     pub rate: Option<wirelab_ratectl::RateConfig>,
     /// TCP-to-SCTP shim (seed 005) with its rule table; `None` = plain stacks.
     pub shim: Option<wirelab_shim::ShimConfig>,
-}
-
-impl StackConfig {
-    /// A stack configuration from a profile name shared by TCP and SCTP. SCTP has no
-    /// `linux-3.14`, `linux-2.2` or `freebsd-4.10` profile; those fall back to the
-    /// nearest SCTP profile (`linux-2.6.37` for older eras), as documented in docs/scenario.md.
-    pub fn profile(name: &str) -> Result<Self, String> {
-        let tcp = TcpConfig::profile(name).map_err(|e| e.to_string())?;
-        let sctp_name = match name {
-            "linux-6" | "default" => "linux-6",
-            "linux-4.6" => "linux-4.6",
-            "linux-3.14" | "linux-2.6.37" | "linux-2.2" | "freebsd-4.10" => "linux-2.6.37",
-            other => other,
-        };
-        let sctp = SctpConfig::profile(sctp_name).map_err(|e| e.to_string())?;
-        Ok(StackConfig { tcp: Some(tcp), sctp: Some(sctp), rate: None, shim: None })
-    }
-
-    /// Applies one sysctl by its Linux name: `net.ipv4.tcp_*` go to TCP, `net.sctp.*` to
-    /// SCTP, `net.core.*` to both (each engine takes the ones it models).
-    pub fn set_sysctl(&mut self, key: &str, value: &str) -> Result<(), String> {
-        let tcp = self.tcp.get_or_insert_with(|| TcpConfig::profile("linux-6").expect("linux-6 profile"));
-        let sctp = self.sctp.get_or_insert_with(|| SctpConfig::profile("linux-6").expect("linux-6 profile"));
-        if key.starts_with("net.ipv4.rate_") || key.starts_with("/proc/sys/net/ipv4/rate_") || wirelab_ratectl::SYSCTL_NAMES.contains(&key) {
-            self.rate.get_or_insert_with(wirelab_ratectl::RateConfig::default).set_sysctl(key, value)
-        } else if key.starts_with("net.sctp.") {
-            sctp.set_sysctl(key, value).map_err(|e| e.to_string())
-        } else if key.starts_with("net.core.") {
-            let a = tcp.set_sysctl(key, value);
-            let b = sctp.set_sysctl(key, value);
-            match (a, b) {
-                (Err(e), Err(_)) => Err(e.to_string()),
-                _ => Ok(()),
-            }
-        } else {
-            tcp.set_sysctl(key, value).map_err(|e| e.to_string())
-        }
-    }
 }
