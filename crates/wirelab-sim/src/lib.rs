@@ -16,6 +16,7 @@ pub mod event;
 pub mod record;
 pub mod results;
 pub mod routing;
+mod sample;
 pub mod sim;
 pub mod stack;
 

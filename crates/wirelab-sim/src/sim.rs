@@ -491,7 +491,7 @@ impl Sim {
                 Event::Stack(n) => self.on_stack_timer(n),
                 Event::Change(c) => self.on_change(c),
                 Event::Sample => {
-                    self.rec.sample(self.now, &self.apps, &self.nodes, &self.dirs);
+                    self.sample();
                     self.events.push(self.now + self.sample_interval, Event::Sample);
                 }
             }
@@ -503,7 +503,7 @@ impl Sim {
         if self.now < until {
             self.now = until;
         }
-        self.rec.sample(self.now, &self.apps, &self.nodes, &self.dirs);
+        self.sample();
     }
 
     fn on_change(&mut self, c: u32) {
