@@ -540,6 +540,11 @@ impl Sim {
         }
     }
 
+    /// The applications, in the order they were added (their index is their id).
+    pub fn apps(&self) -> &[App] {
+        &self.apps
+    }
+
     /// Sets the transport configuration of node `n` (before its stack is created).
     pub fn set_stack_config(&mut self, n: NodeId, cfg: StackConfig) {
         self.nodes[n as usize].stack_cfg = cfg;
