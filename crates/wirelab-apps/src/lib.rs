@@ -170,38 +170,14 @@ impl App {
     /// a run, so per-flow totals (retransmissions, segments) cover running flows too.
     pub fn refresh_final_info(&mut self, st: &dyn HostSockets) {
         match &mut self.kind {
-            AppKind::TcpBulk(b) => {
-                if let Some(i) = b.state.sock.and_then(|s| st.info(s)) {
-                    b.state.last_info = Some(i);
-                }
-                if let Some(x) = b.state.sock.and_then(|s| st.sctp_stats(s)) {
-                    b.state.last_sctp = Some(x);
-                }
-            }
-            AppKind::TcpRr(r) => {
-                if let Some(i) = r.state.sock.and_then(|s| st.info(s)) {
-                    r.state.last_info = Some(i);
-                }
-                if let Some(x) = r.state.sock.and_then(|s| st.sctp_stats(s)) {
-                    r.state.last_sctp = Some(x);
-                }
-            }
-            AppKind::TcpThin(t) => {
-                if let Some(i) = t.state.sock.and_then(|s| st.info(s)) {
-                    t.state.last_info = Some(i);
-                }
-                if let Some(x) = t.state.sock.and_then(|s| st.sctp_stats(s)) {
-                    t.state.last_sctp = Some(x);
+            AppKind::TcpBulk(tcp::TcpBulk { state: c, .. }) | AppKind::TcpRr(tcp::TcpRr { state: c, .. }) | AppKind::TcpThin(tcp::TcpThin { state: c, .. }) => {
+                if let Some(s) = c.sock {
+                    tcp::keep_final(st, s, &mut c.last_info, &mut c.last_sctp);
                 }
             }
             AppKind::TcpServer(v) => {
                 for c in v.conns.iter_mut().filter(|c| !c.closed) {
-                    if let Some(i) = st.info(c.sock) {
-                        c.last_info = Some(i);
-                    }
-                    if let Some(x) = st.sctp_stats(c.sock) {
-                        c.last_sctp = Some(x);
-                    }
+                    tcp::keep_final(st, c.sock, &mut c.last_info, &mut c.last_sctp);
                 }
             }
             AppKind::SctpBulk(b) => {

@@ -4,7 +4,7 @@
 //!
 //! Apps talk to the host's [`TcpEndpoint`](wirelab_tcp::TcpEndpoint) through the socket
 //! calls a real program would make, and react to its [`SockEvent`]s.
-use crate::socket::{AppCtx, AppInput};
+use crate::socket::{AppCtx, AppInput, HostSockets};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use wirelab_core::{Duration, Instant, SockEvent};
 use wirelab_tcp::{SockError, SockOpt, SocketId};
@@ -156,8 +156,7 @@ impl ClientState {
 
     /// The peer's FIN: after our own FIN it completes the transfer; closes the socket.
     fn peer_closed(&mut self, ctx: &mut AppCtx, s: SocketId) {
-        self.last_info = ctx.sockets.info(s).or(self.last_info);
-        self.last_sctp = ctx.sockets.sctp_stats(s).or(self.last_sctp);
+        keep_final(ctx.sockets, s, &mut self.last_info, &mut self.last_sctp);
         if self.phase == ClientPhase::Closing {
             self.phase = ClientPhase::Done;
             self.t_done = Some(ctx.now);
@@ -167,11 +166,17 @@ impl ClientState {
 
     /// Reset or refused.
     fn failed(&mut self, ctx: &mut AppCtx, s: SocketId, ev: SockEvent) {
-        self.last_info = ctx.sockets.info(s).or(self.last_info);
-        self.last_sctp = ctx.sockets.sctp_stats(s).or(self.last_sctp);
+        keep_final(ctx.sockets, s, &mut self.last_info, &mut self.last_sctp);
         self.phase = ClientPhase::Failed;
         self.error = Some(if ev == SockEvent::Reset { SockError::ConnectionReset } else { SockError::ConnectionRefused });
     }
+}
+
+/// Keeps the latest `tcp_info` (and, for a shim-carried stream, SCTP counters) of `s`:
+/// they outlive the socket in the app's totals.
+pub(crate) fn keep_final(sockets: &dyn HostSockets, s: SocketId, info: &mut Option<wirelab_tcp::TcpInfo>, sctp: &mut Option<wirelab_sctp::AssocStats>) {
+    *info = sockets.info(s).or(*info);
+    *sctp = sockets.sctp_stats(s).or(*sctp);
 }
 
 fn connect(ctx: &mut AppCtx, dst: SocketAddrV4, opts: &[SockOpt], st: &mut ClientState) -> bool {
@@ -285,8 +290,7 @@ impl TcpBulk {
                     SockEvent::Reset | SockEvent::ConnectFailed => st.failed(ctx, s, ev),
                     SockEvent::Closed => {
                         if st.last_info.is_none() {
-                            st.last_info = ctx.sockets.info(s).or(st.last_info);
-                            st.last_sctp = ctx.sockets.sctp_stats(s).or(st.last_sctp);
+                            keep_final(ctx.sockets, s, &mut st.last_info, &mut st.last_sctp);
                         }
                     }
                     SockEvent::Incoming => {}
@@ -518,8 +522,7 @@ impl TcpServer {
                     SockEvent::Reset | SockEvent::Closed => {
                         let c = &mut self.conns[i];
                         if c.last_info.is_none() {
-                            c.last_info = ctx.sockets.info(s).or(c.last_info);
-                            c.last_sctp = ctx.sockets.sctp_stats(s).or(c.last_sctp);
+                            keep_final(ctx.sockets, s, &mut c.last_info, &mut c.last_sctp);
                         }
                         c.closed = true;
                     }
@@ -603,8 +606,7 @@ impl TcpServer {
             let c = &mut self.conns[i];
             if eof && !c.eof {
                 c.eof = true;
-                c.last_info = ctx.sockets.info(s).or(c.last_info);
-                c.last_sctp = ctx.sockets.sctp_stats(s).or(c.last_sctp);
+                keep_final(ctx.sockets, s, &mut c.last_info, &mut c.last_sctp);
                 // the client half-closed: finish our side (echo data first, then FIN)
                 ctx.sockets.close(ctx.now, s);
                 c.closed = true;
