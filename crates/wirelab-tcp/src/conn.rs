@@ -3938,7 +3938,7 @@ impl Conn {
             self.delack_timer = None;
             self.send_ack_now = false;
         }
-        Transmit { src, dst, proto: wirelab_wire::ip_proto::TCP, tos: self.tos, dont_frag: true }
+        Transmit { src, dst, proto: wirelab_wire::ip_proto::TCP, tos: self.tos, dont_frag: true, ..Default::default() }
     }
 
     /// Approximate heap + struct bytes held by this connection.
