@@ -19,7 +19,7 @@
 //! errors that name the option and the qdisc; nothing is silently ignored.
 use crate::cbq::{tc_cbq_calc_maxidle, tc_cbq_calc_offtime, Cbq, CbqClassDef, CbqClassParams, CbqLinkParams, CbqRate, TC_CBQ_DEF_EWMA, TC_CBQ_MAXPRIO};
 use crate::classify::{Classifier, FilterChain, Fw, U32};
-use crate::codel::{codel_dur, Codel, CodelParams};
+use crate::codel::{codel_tc_time, Codel, CodelParams};
 use crate::fifo::{Fifo, FifoKind};
 use crate::fq_codel::{FqCodel, FqCodelParams};
 use crate::htb::{Htb, HtbClassDef, HtbClassParams, TC_HTB_NUMPRIO};
@@ -64,8 +64,8 @@ enum QdiscOpts {
     Tbf { rate: u64, burst: u64, limit: Option<u64>, latency: Option<Duration>, peakrate: Option<u64>, mtu: Option<u64> },
     Sfq(SfqOpts),
     Codel { limit: u32, target: Option<Duration>, interval: Option<Duration>, ecn: bool, ce_threshold: Option<Duration> },
-    FqCodel { limit: Option<u32>, flows: Option<u32>, quantum: Option<u32>, target: Option<Duration>, interval: Option<Duration>, ecn: Option<bool>, ce_threshold: Option<Duration>, memory_limit: Option<u64>, drop_batch: Option<u32> },
-    Red { limit: u64, min: u64, max: u64, avpkt: u64, burst: u32, probability: f64, bandwidth: u64, ecn: bool, harddrop: bool },
+    FqCodel { limit: Option<u32>, flows: Option<u32>, quantum: Option<u32>, target: Option<Duration>, interval: Option<Duration>, ecn: Option<bool>, ce_threshold: Option<Duration>, ce_selector: Option<(u8, u8)>, memory_limit: Option<u64>, drop_batch: Option<u32> },
+    Red { limit: u64, min: u64, max: u64, avpkt: u64, burst: u32, probability: f64, bandwidth: u64, ecn: bool, harddrop: bool, nodrop: bool },
     Htb { defcls: u16, r2q: u32, direct_qlen: Option<u32> },
     Cbq { bandwidth: u64, avpkt: u32, ewma: u8, allot: u32, mpu: u32, cell: Option<u8> },
     Netem(NetemSpec),
@@ -331,7 +331,7 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
             QdiscOpts::Codel { limit, target, interval, ecn, ce_threshold: ce }
         }
         "fq_codel" => {
-            let (mut limit, mut flows, mut quantum, mut target, mut interval, mut ecn, mut ce, mut mem, mut batch) = (None, None, None, None, None, None, None, None, None);
+            let (mut limit, mut flows, mut quantum, mut target, mut interval, mut ecn, mut ce, mut mem, mut batch, mut sel) = (None, None, None, None, None, None, None, None, None, None);
             while let Some(o) = a.next() {
                 match o {
                     "limit" => limit = Some(u32_opt(w, o, a.val(w, o)?)?),
@@ -340,6 +340,14 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
                     "target" => target = Some(time_opt(w, o, a.val(w, o)?)?),
                     "interval" => interval = Some(time_opt(w, o, a.val(w, o)?)?),
                     "ce_threshold" => ce = Some(time_opt(w, o, a.val(w, o)?)?),
+                    "ce_threshold_selector" => {
+                        let v = a.val(w, o)?;
+                        let (val, mask) = v.split_once('/').ok_or_else(|| bad(w, o, v, "missing mask: expected VALUE/MASK like 0x01/0x03"))?;
+                        let byte = |x: &str| parse_c_u32(x).filter(|&n| n <= 255).map(|n| n as u8);
+                        let mask = byte(mask).ok_or_else(|| bad(w, o, v, "illegal mask: expected a byte 0..=255"))?;
+                        let val = byte(val).ok_or_else(|| bad(w, o, v, "illegal value: expected a byte 0..=255"))?;
+                        sel = Some((val, mask));
+                    }
                     "memory_limit" => mem = Some(size_opt(w, o, a.val(w, o)?)?),
                     "drop_batch" => batch = Some(u32_opt(w, o, a.val(w, o)?)?),
                     "ecn" => ecn = Some(true),
@@ -350,10 +358,10 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
             if flows == Some(0) || flows.is_some_and(|f| f > 65536) {
                 return Err("fq_codel: `flows` must be 1..=65536".into());
             }
-            QdiscOpts::FqCodel { limit, flows, quantum, target, interval, ecn, ce_threshold: ce, memory_limit: mem, drop_batch: batch }
+            QdiscOpts::FqCodel { limit, flows, quantum, target, interval, ecn, ce_threshold: ce, ce_selector: sel, memory_limit: mem, drop_batch: batch }
         }
         "red" => {
-            let (mut limit, mut min, mut max, mut avpkt, mut burst, mut prob, mut bw, mut ecn, mut harddrop) = (0, 0, 0, 0, 0u32, 0.02f64, 10_000_000u64, false, false);
+            let (mut limit, mut min, mut max, mut avpkt, mut burst, mut prob, mut bw, mut ecn, mut harddrop, mut nodrop) = (0, 0, 0, 0, 0u32, 0.02f64, 10_000_000u64, false, false, false);
             while let Some(o) = a.next() {
                 match o {
                     "limit" => limit = size_opt(w, o, a.val(w, o)?)?,
@@ -368,6 +376,7 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
                     }
                     "ecn" => ecn = true,
                     "harddrop" => harddrop = true,
+                    "nodrop" => nodrop = true,
                     _ => return Err(unsupported(w, o)),
                 }
             }
@@ -387,7 +396,11 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
             if max < min {
                 return Err(format!("red: `max` ({max}) is below `min` ({min})"));
             }
-            QdiscOpts::Red { limit, min, max, avpkt, burst, probability: prob, bandwidth: bw, ecn, harddrop }
+            if nodrop && !ecn {
+                // red_validate_flags()
+                return Err("red: `nodrop` mode is only meaningful with `ecn`".into());
+            }
+            QdiscOpts::Red { limit, min, max, avpkt, burst, probability: prob, bandwidth: bw, ecn, harddrop, nodrop }
         }
         "htb" => {
             let (mut defcls, mut r2q, mut dq) = (0u16, 10u32, None);
@@ -1035,18 +1048,18 @@ impl Builder<'_> {
             QdiscOpts::Codel { limit, target, interval, ecn, ce_threshold } => {
                 let mut p = CodelParams::new(&dev);
                 if let Some(t) = target {
-                    p.target = codel_dur(*t);
+                    p.target = codel_tc_time(*t);
                 }
                 if let Some(i) = interval {
-                    p.interval = codel_dur(*i);
+                    p.interval = codel_tc_time(*i);
                 }
                 if let Some(c) = ce_threshold {
-                    p.ce_threshold = codel_dur(*c);
+                    p.ce_threshold = codel_tc_time(*c);
                 }
                 p.ecn = *ecn;
                 Box::new(Codel::new(*limit, p))
             }
-            QdiscOpts::FqCodel { limit, flows, quantum, target, interval, ecn, ce_threshold, memory_limit, drop_batch } => {
+            QdiscOpts::FqCodel { limit, flows, quantum, target, interval, ecn, ce_threshold, ce_selector, memory_limit, drop_batch } => {
                 let mut p = FqCodelParams::new(&dev);
                 if let Some(v) = limit {
                     p.limit = *v;
@@ -1058,13 +1071,17 @@ impl Builder<'_> {
                     p.quantum = (*v).max(256); // fq_codel_change(): quantum >= 256
                 }
                 if let Some(t) = target {
-                    p.codel.target = codel_dur(*t);
+                    p.codel.target = codel_tc_time(*t);
                 }
                 if let Some(i) = interval {
-                    p.codel.interval = codel_dur(*i);
+                    p.codel.interval = codel_tc_time(*i);
                 }
                 if let Some(c) = ce_threshold {
-                    p.codel.ce_threshold = codel_dur(*c);
+                    p.codel.ce_threshold = codel_tc_time(*c);
+                }
+                if let Some((val, mask)) = ce_selector {
+                    p.codel.ce_threshold_selector = *val;
+                    p.codel.ce_threshold_mask = *mask;
                 }
                 if let Some(e) = ecn {
                     p.codel.ecn = *e;
@@ -1077,9 +1094,9 @@ impl Builder<'_> {
                 }
                 Box::new(FqCodel::new(p, rng("fq_codel")))
             }
-            QdiscOpts::Red { limit, min, max, avpkt, burst, probability, bandwidth, ecn, harddrop } => {
+            QdiscOpts::Red { limit, min, max, avpkt, burst, probability, bandwidth, ecn, harddrop, nodrop } => {
                 let wlog = tc_red_eval_ewma(*min, *burst, *avpkt).ok_or_else(|| err(line, &format!("red: burst {burst} is too small; try burst {}", (min / avpkt).saturating_add(1))))?;
-                let p = RedParams { limit: *limit, qth_min: *min, qth_max: *max, wlog, max_p: *probability, avpkt: *avpkt, bandwidth_bps: *bandwidth, ecn: *ecn, harddrop: *harddrop };
+                let p = RedParams { limit: *limit, qth_min: *min, qth_max: *max, wlog, max_p: *probability, avpkt: *avpkt, bandwidth_bps: *bandwidth, ecn: *ecn, harddrop: *harddrop, nodrop: *nodrop };
                 Box::new(Red::new(p, rng("red")))
             }
             QdiscOpts::Htb { defcls, r2q, direct_qlen } => {

@@ -24,6 +24,8 @@ const CONFIGS: &[&str] = &[
     "fq_codel limit 30 flows 64 noecn quantum 300 memory_limit 20000",
     "red limit 20000 min 3000 max 9000 avpkt 1000 burst 5 probability 0.5 ecn",
     "red limit 20000 min 3000 max 9000 avpkt 1000 burst 5 harddrop bandwidth 1mbit",
+    "red limit 20000 min 3000 max 9000 avpkt 1000 burst 5 probability 0.5 ecn nodrop",
+    "fq_codel limit 30 flows 8 target 1ms interval 10ms ce_threshold 1ms ce_threshold_selector 0x1/0x3",
     "qdisc add root handle 1: htb default 30 r2q 5\n\
      class add parent 1: classid 1:1 htb rate 2mbit ceil 4mbit burst 3k\n\
      class add parent 1:1 classid 1:10 htb rate 500kbit ceil 4mbit prio 1\n\
