@@ -46,6 +46,11 @@ const CONFIGS: &[&str] = &[
      qdisc add parent 1:30 handle 30: sfq limit 8\n\
      filter add parent 1: protocol ip prio 1 u32 match ip protocol 6 0xff flowid 1:20\n\
      filter add parent 1: protocol ip prio 2 u32 match ip protocol 132 0xff flowid 1:30",
+    "fq limit 40 flow_limit 8 quantum 1000 initial_quantum 2000",
+    "fq maxrate 2mbit flow_limit 20 buckets 4 orphan_mask 3 ce_threshold 1ms horizon 20ms",
+    "fq nopacing horizon 5ms horizon_cap bands 3 priomap 0 1 2 0 1 2 0 1 2 0 1 2 0 1 2 0 weights 16384 20000 30000",
+    "qdisc add root handle 1: tbf rate 3mbit burst 5k latency 50ms\nqdisc add parent 1:1 handle 10: fq low_rate_threshold 1mbit refill_delay 1ms",
+    "qdisc add root handle 1: htb default 1\nclass add parent 1: classid 1:1 htb rate 2mbit\nqdisc add parent 1:1 handle 10: fq flow_limit 5",
     // no default class: unclassified packets take the direct queue
     "htb direct_qlen 3\n1:1 htb rate 1mbit\nu32 match ip protocol 132 0xff flowid 1:1",
 ];
@@ -71,6 +76,14 @@ fn random_packet(r: &mut Rng, id: u64) -> Pkt {
     };
     p.meta.id = id;
     p.meta.mark = r.below(8) as u32;
+    // scheduling metadata (fq): a socket or none, a pacing rate or none, an EDT time or none
+    p.meta.sk = r.below(6);
+    if r.chance(0.5) {
+        p.meta.pacing_rate = [0, 50_000, 1_000_000, 100_000_000][r.below(4) as usize];
+    }
+    if r.chance(0.3) {
+        p.meta.txtime = Instant::from_nanos(1 + r.below(200_000_000));
+    }
     if r.chance(0.05) {
         p.meta.priority = ClassId::new(1, r.below(0x31) as u16).0;
     }
