@@ -214,9 +214,41 @@ fn time_opt(who: &str, opt: &str, v: &str) -> R<Duration> {
 fn classid_opt(who: &str, opt: &str, v: &str) -> R<ClassId> {
     ClassId::parse(v).ok_or_else(|| bad(who, opt, v, "expected a class id like 1:10"))
 }
-fn unsupported(who: &str, opt: &str) -> String {
-    format!("{who}: unsupported option `{opt}`")
+/// The options each kind accepts, in tc's spelling (for "unsupported option" errors).
+fn valid_options(who: &str) -> &'static str {
+    match who {
+        "pfifo" | "bfifo" | "pfifo_head_drop" => "limit",
+        "pfifo_fast" => "none (pfifo_fast takes no options)",
+        "prio" => "bands, priomap",
+        "tbf" => "rate, burst (buffer, maxburst), limit, latency, peakrate, mtu (minburst)",
+        "sfq" => "limit, perturb, quantum, divisor, flows, depth, headdrop",
+        "codel" => "limit, target, interval, ce_threshold, ecn, noecn",
+        "fq_codel" => "limit, flows, quantum, target, interval, ce_threshold, ce_threshold_selector, memory_limit, drop_batch, ecn, noecn",
+        "red" => "limit, min, max, avpkt, burst, probability, bandwidth, ecn, harddrop, nodrop",
+        "htb" => "default, r2q, direct_qlen",
+        "cbq" => "bandwidth (rate), avpkt, allot, mpu, ewma, cell",
+        "fq" => "limit, flow_limit, quantum, initial_quantum, maxrate, buckets, pacing, nopacing, refill_delay, \
+                 low_rate_threshold, orphan_mask, timer_slack, ce_threshold, horizon, horizon_drop, horizon_cap, \
+                 offload_horizon, bands 3 priomap, weights, defrate",
+        "htb class" => "rate, ceil, burst (buffer, maxburst), cburst (cbuffer, cmaxburst), prio, quantum, mtu",
+        "cbq class" => "rate, bandwidth, allot, avpkt, mpu, weight, prio, cell, ewma, maxburst, minburst, minidle, \
+                        bounded, borrow, isolated, sharing, split, defmap",
+        "u32" => "match, flowid (classid)",
+        "fw" => "flowid (classid)",
+        _ => "",
+    }
 }
+
+/// An option `who` does not know, naming the ones it does.
+fn unsupported(who: &str, opt: &str) -> String {
+    match valid_options(who) {
+        "" => format!("{who}: unsupported option `{opt}`"),
+        v => format!("{who}: unsupported option `{opt}` (valid: {v})"),
+    }
+}
+
+/// The qdisc kinds [`TcConfig`] builds.
+pub const QDISC_KINDS: &str = "pfifo, bfifo, pfifo_head_drop, pfifo_fast, prio, tbf, sfq, red, codel, fq_codel, fq, netem, htb, cbq";
 
 fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
     let w = kind;
@@ -261,7 +293,6 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
                         }
                         map_given = true;
                     }
-                    "multiqueue" => return Err(unsupported(w, o)),
                     _ => return Err(unsupported(w, o)),
                 }
             }
@@ -472,7 +503,7 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
             QdiscOpts::Cbq { bandwidth: bw, avpkt, ewma, allot: allot.max(avpkt.saturating_mul(3) / 2), mpu, cell }
         }
         "fq" => QdiscOpts::Fq(parse_fq_opts(a)?),
-        _ => return Err(format!("unknown or unsupported qdisc kind `{kind}`")),
+        _ => return Err(format!("unknown or unsupported qdisc kind `{kind}` (supported: {QDISC_KINDS})")),
     })
 }
 
@@ -1428,7 +1459,22 @@ mod test {
         assert!(e.message.contains("rate"), "{e}");
         let e = TcConfig::parse("red limit 100000 avpkt 1000 adaptive").unwrap_err();
         assert!(e.message.contains("adaptive"), "{e}");
-        assert!(TcConfig::parse("bogus limit 3").is_err());
+        let e = TcConfig::parse("bogus limit 3").unwrap_err();
+        assert!(e.message.contains("`bogus`") && e.message.contains("fq_codel, fq,"), "{e}");
+        // unknown options name the valid ones, for every kind
+        for (cfg, valid) in [
+            ("sfq perturb 10 redflowlimit 100", "limit, perturb"),
+            ("fq pacing_rate 1mbit", "flow_limit, quantum, initial_quantum, maxrate"),
+            ("fq_codel ecn_threshold 1ms", "ce_threshold, ce_threshold_selector"),
+            ("codel ce_threshold_selector 1/3", "ce_threshold, ecn, noecn"),
+            ("red limit 1000 avpkt 100 adaptive", "ecn, harddrop, nodrop"),
+            ("pfifo depth 3", "limit"),
+            ("prio bands 3 multiqueue", "bands, priomap"),
+            ("htb default 1\n1:1 htb rate 1mbit floor 2mbit", "rate, ceil"),
+        ] {
+            let e = TcConfig::parse(cfg).unwrap_err();
+            assert!(e.message.contains("unsupported option") && e.message.contains(valid), "{cfg}: {e}");
+        }
         assert!(TcConfig::parse("htb default 1\n1:10 htb rate 1mbit\nu32 match u16 1 0xffff at 33 flowid 1:10").is_err());
     }
 
