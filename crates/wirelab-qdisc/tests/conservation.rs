@@ -51,6 +51,8 @@ const CONFIGS: &[&str] = &[
     "fq nopacing horizon 5ms horizon_cap bands 3 priomap 0 1 2 0 1 2 0 1 2 0 1 2 0 1 2 0 weights 16384 20000 30000",
     "qdisc add root handle 1: tbf rate 3mbit burst 5k latency 50ms\nqdisc add parent 1:1 handle 10: fq low_rate_threshold 1mbit refill_delay 1ms",
     "qdisc add root handle 1: htb default 1\nclass add parent 1: classid 1:1 htb rate 2mbit\nqdisc add parent 1:1 handle 10: fq flow_limit 5",
+    "dualpi2 limit 30 target 1ms tupdate 2ms step_thresh 1ms",
+    "dualpi2 any_ect drop_enqueue overflow coupling_factor 5 limit 20 target 500us tupdate 1ms step_thresh 2p min_qlen_step 1",
     // no default class: unclassified packets take the direct queue
     "htb direct_qlen 3\n1:1 htb rate 1mbit\nu32 match ip protocol 132 0xff flowid 1:1",
 ];
