@@ -251,7 +251,7 @@ impl LinkDirection {
     /// Puts `pkt` on the wire: serialisation starts at `now` (or when the current frame
     /// ends, if the driver calls while busy). Impairments are decided in
     /// `netem_enqueue`'s order: duplicate, loss, corrupt, reorder/gap, delay + jitter.
-    pub fn transmit(&mut self, now: Instant, pkt: Pkt) -> TxResult {
+    pub fn transmit(&mut self, now: Instant, mut pkt: Pkt) -> TxResult {
         self.advance(now);
         let start = now.max(self.busy_until);
         self.stats.tx_packets += 1;
@@ -265,7 +265,6 @@ impl LinkDirection {
         }
         // netem_enqueue: "Random duplication", then "Drop packet?"
         let dup = self.duplicate != 0 && self.duplicate >= self.dup_cor.next(&mut self.rng_dup);
-        let mut pkt = pkt;
         let (hit, marked) = self.loss_event(&mut pkt);
         // count = 1 + dup - lost: a duplicated packet that is also lost is sent once.
         let (orig_lost, make_dup) = match (dup, hit) {
@@ -292,14 +291,20 @@ impl LinkDirection {
 
     /// `loss_event()` with netem's `ecn`: a hit on an ECN-capable packet marks it CE
     /// (`if (q->ecn && INET_ECN_set_ce(skb))`) instead of losing it. Returns (loss, marked).
+    #[inline]
     fn loss_event(&mut self, pkt: &mut Pkt) -> (Option<LossHit>, bool) {
-        match self.loss.event(&mut self.rng_loss) {
-            Some(_) if self.spec.ecn && pkt.inet_ecn_set_ce() => {
-                self.stats.ecn_marked += 1;
-                (None, true)
-            }
-            hit => (hit, false),
+        let hit = self.loss.event(&mut self.rng_loss);
+        if hit.is_some() && self.spec.ecn && self.ecn_mark(pkt) {
+            return (None, true);
         }
+        (hit, false)
+    }
+
+    #[cold]
+    fn ecn_mark(&mut self, pkt: &mut Pkt) -> bool {
+        let m = pkt.inet_ecn_set_ce();
+        self.stats.ecn_marked += m as u64;
+        m
     }
 
     /// Serialises one copy starting at `start` and applies corrupt, reorder and delay.
