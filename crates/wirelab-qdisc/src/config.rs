@@ -21,8 +21,8 @@ use crate::cbq::{tc_cbq_calc_maxidle, tc_cbq_calc_offtime, Cbq, CbqClassDef, Cbq
 use crate::classify::{Classifier, FilterChain, Fw, U32};
 use crate::codel::{codel_tc_time, Codel, CodelParams};
 use crate::fifo::{Fifo, FifoKind};
-use crate::dualpi2::{memory_limit as dualpi2_memory_limit, scale_alpha_beta, DualPi2, DualPi2Params, ALPHA_BETA_MAX, ECN_MASK_ANY_ECT, ECN_MASK_L4S_ECT};
-use crate::fq::{Fq, FqParams, FQ_BANDS, FQ_MIN_WEIGHT};
+use crate::dualpi2::{DualPi2, DualPi2Opts};
+use crate::fq::{Fq, FqOpts};
 use crate::fq_codel::{FqCodel, FqCodelParams};
 use crate::htb::{Htb, HtbClassDef, HtbClassParams, TC_HTB_NUMPRIO};
 use crate::netem::NetemQdisc;
@@ -73,46 +73,6 @@ enum QdiscOpts {
     Netem(NetemSpec),
     Fq(FqOpts),
     DualPi2(DualPi2Opts),
-}
-
-/// `tc qdisc … dualpi2` options as given (after tc's `max_rtt` auto-configuration).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct DualPi2Opts {
-    limit: Option<u32>,
-    memlimit: Option<u32>,
-    target_us: Option<u64>,
-    tupdate_us: Option<u64>,
-    alpha: Option<u32>,
-    beta: Option<u32>,
-    step: Option<(u64, bool)>,
-    min_qlen_step: Option<u32>,
-    coupling: Option<u8>,
-    drop_overload: Option<bool>,
-    drop_early: Option<bool>,
-    c_protection: Option<u8>,
-    ecn_mask: Option<u8>,
-    split_gso: Option<bool>,
-}
-
-/// `tc qdisc … fq` options as given; unset ones take `fq_init()`'s defaults.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct FqOpts {
-    limit: Option<u32>,
-    flow_limit: Option<u32>,
-    quantum: Option<u32>,
-    initial_quantum: Option<u32>,
-    maxrate: Option<u64>,
-    buckets_log: Option<u8>,
-    pacing: Option<bool>,
-    refill_delay_us: Option<u64>,
-    low_rate_threshold: Option<u64>,
-    orphan_mask: Option<u32>,
-    ce_threshold_us: Option<u64>,
-    timer_slack_ns: Option<u64>,
-    horizon_us: Option<u64>,
-    horizon_drop: Option<bool>,
-    priomap: Option<[u8; 16]>,
-    weights: Option<[i32; FQ_BANDS]>,
 }
 
 #[derive(Clone, Debug)]
@@ -190,31 +150,31 @@ pub struct TcConfig {
     next_auto: u16,
 }
 
-type R<T> = Result<T, String>;
+pub(crate) type R<T> = Result<T, String>;
 
 /// Cursor over a command's tokens.
-struct Args<'a> {
-    t: Vec<&'a str>,
-    i: usize,
+pub(crate) struct Args<'a> {
+    pub(crate) t: Vec<&'a str>,
+    pub(crate) i: usize,
 }
 impl<'a> Args<'a> {
-    fn peek(&self) -> Option<&'a str> {
+    pub(crate) fn peek(&self) -> Option<&'a str> {
         self.t.get(self.i).copied()
     }
-    fn next(&mut self) -> Option<&'a str> {
+    pub(crate) fn next(&mut self) -> Option<&'a str> {
         let v = self.peek();
         self.i += 1;
         v
     }
-    fn val(&mut self, who: &str, opt: &str) -> R<&'a str> {
+    pub(crate) fn val(&mut self, who: &str, opt: &str) -> R<&'a str> {
         self.next().ok_or_else(|| format!("{who}: option `{opt}` needs a value"))
     }
 }
 
-fn bad(who: &str, opt: &str, v: &str, e: impl fmt::Display) -> String {
+pub(crate) fn bad(who: &str, opt: &str, v: &str, e: impl fmt::Display) -> String {
     format!("{who}: bad value `{v}` for `{opt}`: {e}")
 }
-fn u32_opt(who: &str, opt: &str, v: &str) -> R<u32> {
+pub(crate) fn u32_opt(who: &str, opt: &str, v: &str) -> R<u32> {
     parse_c_u32(v).ok_or_else(|| bad(who, opt, v, "expected an integer"))
 }
 fn size_opt(who: &str, opt: &str, v: &str) -> R<u64> {
@@ -229,7 +189,7 @@ fn rate_opt(who: &str, opt: &str, v: &str) -> R<u64> {
     }
     Ok(r)
 }
-fn time_opt(who: &str, opt: &str, v: &str) -> R<Duration> {
+pub(crate) fn time_opt(who: &str, opt: &str, v: &str) -> R<Duration> {
     parse_time(v).map_err(|e| bad(who, opt, v, e))
 }
 fn classid_opt(who: &str, opt: &str, v: &str) -> R<ClassId> {
@@ -264,7 +224,7 @@ fn valid_options(who: &str) -> &'static str {
 }
 
 /// An option `who` does not know, naming the ones it does.
-fn unsupported(who: &str, opt: &str) -> String {
+pub(crate) fn unsupported(who: &str, opt: &str) -> String {
     match valid_options(who) {
         "" => format!("{who}: unsupported option `{opt}`"),
         v => format!("{who}: unsupported option `{opt}` (valid: {v})"),
@@ -526,121 +486,14 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
             }
             QdiscOpts::Cbq { bandwidth: bw, avpkt, ewma, allot: allot.max(avpkt.saturating_mul(3) / 2), mpu, cell }
         }
-        "fq" => QdiscOpts::Fq(parse_fq_opts(a)?),
-        "dualpi2" => QdiscOpts::DualPi2(parse_dualpi2_opts(a)?),
+        "fq" => QdiscOpts::Fq(FqOpts::parse(a)?),
+        "dualpi2" => QdiscOpts::DualPi2(DualPi2Opts::parse(a)?),
         _ => return Err(format!("unknown or unsupported qdisc kind `{kind}` (supported: {QDISC_KINDS})")),
     })
 }
 
-/// `dualpi2_parse_opt()` (tc/q_dualpi2.c) with the kernel's `dualpi2_policy` ranges.
-fn parse_dualpi2_opts(a: &mut Args) -> R<DualPi2Opts> {
-    let w = "dualpi2";
-    let mut o_ = DualPi2Opts::default();
-    let (mut rtt_max, mut rtt_typ) = (0u64, 0u64);
-    // parse_alpha_beta(): a float (Hz) in [0, 2^24 - 1], sent as (u32)(f * 256)
-    let alpha_beta = |o: &str, v: &str| -> R<u32> {
-        let f: f32 = v.parse().map_err(|_| bad(w, o, v, "expected a number (Hz)"))?;
-        if !(0.0..=((2u32 << 23) - 1) as f32).contains(&f) {
-            return Err(bad(w, o, v, "must be 0..=16777215"));
-        }
-        let x = (f * 256.0) as u32;
-        if x == 0 {
-            return Err(bad(w, o, v, "rounds to zero: must be at least 1/256 (the kernel takes 1..=2147483647 in 1/256)"));
-        }
-        Ok(x)
-    };
-    let nonzero_u32 = |o: &str, v: &str| -> R<u32> {
-        let n = v.parse::<u32>().map_err(|_| bad(w, o, v, "expected an integer"))?;
-        if n == 0 {
-            return Err(bad(w, o, v, "must be at least 1"));
-        }
-        Ok(n)
-    };
-    while let Some(o) = a.next() {
-        match o {
-            "limit" => o_.limit = Some(nonzero_u32(o, a.val(w, o)?)?),
-            "memlimit" => o_.memlimit = Some(nonzero_u32(o, a.val(w, o)?)?),
-            "target" => o_.target_us = Some(time_us_opt(w, o, a.val(w, o)?)?),
-            "tupdate" => {
-                let v = a.val(w, o)?;
-                let us = time_us_opt(w, o, v)?;
-                if us == 0 {
-                    return Err(bad(w, o, v, "must be at least 1us"));
-                }
-                o_.tupdate_us = Some(us);
-            }
-            "alpha" => o_.alpha = Some(alpha_beta(o, a.val(w, o)?)?),
-            "beta" => o_.beta = Some(alpha_beta(o, a.val(w, o)?)?),
-            "coupling_factor" => {
-                let v = a.val(w, o)?;
-                let n = parse_c_u32(v).filter(|n| (1..=255).contains(n)).ok_or_else(|| bad(w, o, v, "must be 1..=255"))?;
-                o_.coupling = Some(n as u8);
-            }
-            "l4s_ect" => o_.ecn_mask = Some(ECN_MASK_L4S_ECT),
-            "any_ect" => o_.ecn_mask = Some(ECN_MASK_ANY_ECT),
-            "step_thresh" => {
-                // a time first, then packets with a p/pkt/pkts/packet/packets suffix
-                let v = a.val(w, o)?;
-                let pk = ["packets", "packet", "pkts", "pkt", "p"].iter().find_map(|s| v.strip_suffix(s)).and_then(|n| n.parse::<u32>().ok());
-                o_.step = Some(match pk {
-                    Some(n) => (n as u64, true),
-                    None => (time_us_opt(w, o, v).map_err(|_| bad(w, o, v, "expected a time like 1ms or packets like 5p"))? * 1000, false),
-                });
-            }
-            "min_qlen_step" => o_.min_qlen_step = Some(u32_opt(w, o, a.val(w, o)?)?),
-            "overflow" => o_.drop_overload = Some(false),
-            "drop_on_overload" => o_.drop_overload = Some(true),
-            "drop_enqueue" => o_.drop_early = Some(true),
-            "drop_dequeue" => o_.drop_early = Some(false),
-            "split_gso" => o_.split_gso = Some(true),
-            "no_split_gso" => o_.split_gso = Some(false),
-            "classic_protection" => {
-                let v = a.val(w, o)?;
-                let n: f64 = v.strip_suffix('%').unwrap_or(v).parse().map_err(|_| bad(w, o, v, "expected a percentage like 10%"))?;
-                if !(0.0..=100.0).contains(&n) {
-                    return Err(bad(w, o, v, "must be 0%..=100%"));
-                }
-                o_.c_protection = Some(n.round() as u8);
-            }
-            "max_rtt" => rtt_max = time_us_opt(w, o, a.val(w, o)?)?,
-            "typical_rtt" => rtt_typ = time_us_opt(w, o, a.val(w, o)?)?,
-            _ => return Err(unsupported(w, o)),
-        }
-    }
-    if rtt_max != 0 || rtt_typ != 0 {
-        // tc's auto-configuration from the RTT range (RTT_TYP_TO_MAX = 6)
-        if rtt_typ == 0 {
-            rtt_typ = (rtt_max / 6).max(1);
-        } else if rtt_max == 0 {
-            rtt_max = rtt_typ * 6;
-        } else if rtt_typ > rtt_max {
-            return Err("dualpi2: `typical_rtt` must be <= `max_rtt`".into());
-        }
-        let (typ, max) = (rtt_typ as f64, rtt_max as f64);
-        let tupdate = (if typ < max / 3.0f32 as f64 { typ } else { max / 3.0f32 as f64 } as u64).max(1);
-        let alpha_f = tupdate as f64 / max / max * 1e6 * 0.1f32 as f64;
-        let beta_f = 0.3f32 as f64 / max * 1e6;
-        if beta_f > ((2u32 << 23) - 1) as f64 {
-            return Err(format!("dualpi2: max_rtt={rtt_max}us is too low and cause beta to overflow"));
-        }
-        if alpha_f < 1.0 / 256.0 || beta_f < 1.0 / 256.0 {
-            return Err(format!("dualpi2: large max_rtt={rtt_max}us rounds down alpha={alpha_f} and/or beta={beta_f}"));
-        }
-        o_.target_us = Some(rtt_typ);
-        o_.tupdate_us = Some(tupdate);
-        o_.alpha = Some((alpha_f * 256.0) as u32);
-        o_.beta = Some((beta_f * 256.0) as u32);
-    }
-    for (o, v) in [("alpha", o_.alpha), ("beta", o_.beta)] {
-        if v.is_some_and(|v| v == 0 || v > ALPHA_BETA_MAX) {
-            return Err(format!("dualpi2: `{o}` out of range (the kernel takes 1..=2147483647 in 1/256 Hz)"));
-        }
-    }
-    Ok(o_)
-}
-
 /// iproute2's `get_time()`: a time as whole microseconds (truncated), at most `u32::MAX`.
-fn time_us_opt(who: &str, opt: &str, v: &str) -> R<u64> {
+pub(crate) fn time_us_opt(who: &str, opt: &str, v: &str) -> R<u64> {
     let us = time_opt(who, opt, v)?.as_micros();
     if us > u32::MAX as u64 {
         return Err(bad(who, opt, v, "at most 4294967295us (about 71 minutes)"));
@@ -649,7 +502,7 @@ fn time_us_opt(who: &str, opt: &str, v: &str) -> R<u64> {
 }
 
 /// A `tc` rate as bytes/s in 32 bits (`get_rate()`).
-fn rate32_opt(who: &str, opt: &str, v: &str) -> R<u64> {
+pub(crate) fn rate32_opt(who: &str, opt: &str, v: &str) -> R<u64> {
     let bytes = parse_rate(v).map_err(|e| bad(who, opt, v, e))? / 8;
     if bytes > u32::MAX as u64 {
         return Err(bad(who, opt, v, "at most 34359738360bit (4294967295 bytes/s; tc passes 32 bits)"));
@@ -657,104 +510,6 @@ fn rate32_opt(who: &str, opt: &str, v: &str) -> R<u64> {
     Ok(bytes)
 }
 
-/// `fq_parse_opt()` (tc/q_fq.c) with `fq_change()`'s range checks.
-fn parse_fq_opts(a: &mut Args) -> R<FqOpts> {
-    let w = "fq";
-    let mut o_ = FqOpts::default();
-    while let Some(o) = a.next() {
-        match o {
-            "limit" => o_.limit = Some(u32_opt(w, o, a.val(w, o)?)?),
-            "flow_limit" => o_.flow_limit = Some(u32_opt(w, o, a.val(w, o)?)?),
-            // clamp_t(u32, quantum, 256, 1 << 20) in fq_change()
-            "quantum" => o_.quantum = Some(u32_opt(w, o, a.val(w, o)?)?.clamp(256, 1 << 20)),
-            "initial_quantum" => {
-                let v = a.val(w, o)?;
-                let q = u32_opt(w, o, v)?;
-                if q > 1 << 20 {
-                    return Err(bad(w, o, v, "must be 0..=1048576 (NLA_POLICY_FULL_RANGE)"));
-                }
-                o_.initial_quantum = Some(q);
-            }
-            "maxrate" => o_.maxrate = Some(rate32_opt(w, o, a.val(w, o)?)?),
-            "low_rate_threshold" => o_.low_rate_threshold = Some(rate32_opt(w, o, a.val(w, o)?)?),
-            "defrate" => {
-                // "sch_fq: defrate %u ignored." (fq_change())
-                rate32_opt(w, o, a.val(w, o)?)?;
-            }
-            "buckets" => {
-                let v = a.val(w, o)?;
-                let n = u32_opt(w, o, v)?;
-                // tc sends ilog2 rounded up; the kernel takes 1..=18
-                let log = if n <= 1 { 0 } else { 32 - (n - 1).leading_zeros() };
-                if !(1..=18).contains(&log) {
-                    return Err(bad(w, o, v, "must be 2..=262144 (rounded up to a power of two)"));
-                }
-                o_.buckets_log = Some(log as u8);
-            }
-            "orphan_mask" => o_.orphan_mask = Some(u32_opt(w, o, a.val(w, o)?)?),
-            "refill_delay" => o_.refill_delay_us = Some(time_us_opt(w, o, a.val(w, o)?)?),
-            "ce_threshold" => o_.ce_threshold_us = Some(time_us_opt(w, o, a.val(w, o)?)?),
-            "horizon" => o_.horizon_us = Some(time_us_opt(w, o, a.val(w, o)?)?),
-            "timer_slack" => {
-                let v = a.val(w, o)?;
-                let ns = time_opt(w, o, v)?.as_nanos();
-                if ns > u32::MAX as u64 {
-                    return Err(bad(w, o, v, "out of range: at most 4294967295ns"));
-                }
-                o_.timer_slack_ns = Some(ns);
-            }
-            "offload_horizon" => {
-                let v = a.val(w, o)?;
-                if time_us_opt(w, o, v)? != 0 {
-                    return Err(bad(w, o, v, "invalid offload_horizon: a simulated device offloads no pacing (max_pacing_offload_horizon 0), so only 0 is valid"));
-                }
-            }
-            "horizon_drop" => o_.horizon_drop = Some(true),
-            "horizon_cap" => o_.horizon_drop = Some(false),
-            "pacing" => o_.pacing = Some(true),
-            "nopacing" => o_.pacing = Some(false),
-            "bands" => {
-                if o_.priomap.is_some() {
-                    return Err("fq: duplicate `bands`".into());
-                }
-                let v = a.val(w, o)?;
-                if v != "3" {
-                    return Err(bad(w, o, v, "`bands` must be 3"));
-                }
-                if a.next() != Some("priomap") {
-                    return Err("fq: `priomap` expected after `bands 3`".into());
-                }
-                let mut map = [0u8; 16];
-                for (i, m) in map.iter_mut().enumerate() {
-                    let v = a.next().ok_or_else(|| format!("fq: not enough elements in `priomap` ({i} of 16)"))?;
-                    let b = v.parse::<u32>().map_err(|_| bad(w, "priomap", v, "expected a band number in [0..2]"))?;
-                    if b >= FQ_BANDS as u32 {
-                        return Err(bad(w, "priomap", v, "band too big: must be 0..=2"));
-                    }
-                    *m = b as u8;
-                }
-                o_.priomap = Some(map);
-            }
-            "weights" => {
-                if o_.weights.is_some() {
-                    return Err("fq: duplicate `weights`".into());
-                }
-                let mut ws = [0i32; FQ_BANDS];
-                for (i, x) in ws.iter_mut().enumerate() {
-                    let v = a.next().ok_or_else(|| format!("fq: not enough elements in `weights` ({i} of 3)"))?;
-                    let n = v.parse::<i32>().map_err(|_| bad(w, "weights", v, "expected a positive number"))?;
-                    if n < FQ_MIN_WEIGHT {
-                        return Err(bad(w, "weights", v, format!("weight too small: each must be at least {FQ_MIN_WEIGHT}")));
-                    }
-                    *x = n;
-                }
-                o_.weights = Some(ws);
-            }
-            _ => return Err(unsupported(w, o)),
-        }
-    }
-    Ok(o_)
-}
 
 fn ewma_opt(v: &str) -> R<u8> {
     let n = parse_c_u32(v).ok_or_else(|| bad("cbq", "ewma", v, "expected an integer"))?;
@@ -1348,103 +1103,8 @@ impl Builder<'_> {
                 Box::new(Tbf::new(p, child))
             }
             QdiscOpts::Netem(spec) => Box::new(NetemQdisc::new(spec.clone(), rng("netem"))),
-            QdiscOpts::Fq(o) => {
-                let mut p = FqParams::new(&dev);
-                let set = |dst: &mut u32, v: Option<u32>| {
-                    if let Some(v) = v {
-                        *dst = v;
-                    }
-                };
-                set(&mut p.limit, o.limit);
-                set(&mut p.flow_limit, o.flow_limit);
-                set(&mut p.quantum, o.quantum);
-                set(&mut p.initial_quantum, o.initial_quantum);
-                set(&mut p.orphan_mask, o.orphan_mask);
-                if let Some(r) = o.maxrate {
-                    // (rate == ~0U) ? ~0UL : rate
-                    p.flow_max_rate = if r == u32::MAX as u64 { crate::fq::NO_RATE } else { r };
-                }
-                if let Some(r) = o.low_rate_threshold {
-                    p.low_rate_threshold = r;
-                }
-                if let Some(l) = o.buckets_log {
-                    p.buckets_log = l;
-                }
-                if let Some(e) = o.pacing {
-                    p.rate_enable = e;
-                }
-                if let Some(us) = o.refill_delay_us {
-                    p.refill_delay_ns = us * 1000;
-                }
-                if let Some(us) = o.ce_threshold_us {
-                    p.ce_threshold_ns = us * 1000;
-                }
-                if let Some(us) = o.horizon_us {
-                    p.horizon_ns = us * 1000;
-                }
-                if let Some(ns) = o.timer_slack_ns {
-                    p.timer_slack_ns = ns;
-                }
-                if let Some(d) = o.horizon_drop {
-                    p.horizon_drop = d;
-                }
-                if let Some(m) = o.priomap {
-                    p.prio2band = m;
-                }
-                if let Some(ws) = o.weights {
-                    p.weights = ws;
-                }
-                Box::new(Fq::new(p, rng("fq")))
-            }
-            QdiscOpts::DualPi2(o) => {
-                let mut p = DualPi2Params::new(&dev);
-                if let Some(l) = o.limit {
-                    // dualpi2_change(): a new limit also resets memory_limit
-                    p.limit = l;
-                    p.memory_limit = dualpi2_memory_limit(l, &dev);
-                }
-                if let Some(m) = o.memlimit {
-                    p.memory_limit = m;
-                }
-                if let Some(t) = o.target_us {
-                    p.target_ns = t * 1000;
-                }
-                if let Some(t) = o.tupdate_us {
-                    p.tupdate_ns = (t * 1000).min(u32::MAX as u64); // convert_us_to_nsec()
-                }
-                if let Some(x) = o.alpha {
-                    p.alpha = scale_alpha_beta(x);
-                }
-                if let Some(x) = o.beta {
-                    p.beta = scale_alpha_beta(x);
-                }
-                if let Some((v, pkts)) = o.step {
-                    p.step_thresh = if pkts { v } else { v.min(u32::MAX as u64) };
-                    p.step_in_packets = pkts;
-                }
-                if let Some(m) = o.min_qlen_step {
-                    p.min_qlen_step = m;
-                }
-                if let Some(k) = o.coupling {
-                    p.coupling_factor = k;
-                }
-                if let Some(d) = o.drop_overload {
-                    p.drop_overload = d;
-                }
-                if let Some(d) = o.drop_early {
-                    p.drop_early = d;
-                }
-                if let Some(c) = o.c_protection {
-                    p.c_protection_wc = c;
-                }
-                if let Some(m) = o.ecn_mask {
-                    p.ecn_mask = m;
-                }
-                if let Some(g) = o.split_gso {
-                    p.split_gso = g;
-                }
-                Box::new(DualPi2::new(p, &dev, rng("dualpi2")))
-            }
+            QdiscOpts::Fq(o) => Box::new(Fq::new(o.params(&dev), rng("fq"))),
+            QdiscOpts::DualPi2(o) => Box::new(DualPi2::new(o.params(&dev), &dev, rng("dualpi2"))),
             QdiscOpts::Sfq(o) => Box::new(Sfq::new(o, &dev, rng("sfq")).map_err(|m| err(line, &format!("sfq: {m}")))?),
             QdiscOpts::Codel { limit, target, interval, ecn, ce_threshold } => {
                 let mut p = CodelParams::new(&dev);

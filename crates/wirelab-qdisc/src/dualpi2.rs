@@ -28,7 +28,8 @@
 //! Deviations (docs/qdisc.md): memory is counted as packet length (Linux: `truesize`);
 //! tc filters on dualpi2 are not supported (`skb->priority` classification is); GSO
 //! splitting is moot (one packet = one segment).
-use crate::util::skb_priority;
+use crate::config::{bad, time_us_opt, u32_opt, unsupported, Args, R};
+use crate::util::{parse_c_u32, skb_priority};
 use crate::{ClassId, Counters, DevParams, Qdisc, QdiscStats, Verdict};
 use std::collections::VecDeque;
 use wirelab_core::pkt::ecn;
@@ -462,5 +463,185 @@ impl Qdisc for DualPi2 {
     fn set_ids(&mut self, handle: ClassId, parent: ClassId) {
         self.c.handle = handle;
         self.c.parent = parent;
+    }
+}
+
+/// `tc qdisc … dualpi2` options as given (after tc's `max_rtt` auto-configuration).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct DualPi2Opts {
+    limit: Option<u32>,
+    memlimit: Option<u32>,
+    target_us: Option<u64>,
+    tupdate_us: Option<u64>,
+    alpha: Option<u32>,
+    beta: Option<u32>,
+    step: Option<(u64, bool)>,
+    min_qlen_step: Option<u32>,
+    coupling: Option<u8>,
+    drop_overload: Option<bool>,
+    drop_early: Option<bool>,
+    c_protection: Option<u8>,
+    ecn_mask: Option<u8>,
+    split_gso: Option<bool>,
+}
+
+impl DualPi2Opts {
+    /// `dualpi2_parse_opt()` (tc/q_dualpi2.c) with the kernel's `dualpi2_policy` ranges.
+    pub(crate) fn parse(a: &mut Args) -> R<DualPi2Opts> {
+        let w = "dualpi2";
+        let mut o_ = DualPi2Opts::default();
+        let (mut rtt_max, mut rtt_typ) = (0u64, 0u64);
+        // parse_alpha_beta(): a float (Hz) in [0, 2^24 - 1], sent as (u32)(f * 256)
+        let alpha_beta = |o: &str, v: &str| -> R<u32> {
+            let f: f32 = v.parse().map_err(|_| bad(w, o, v, "expected a number (Hz)"))?;
+            if !(0.0..=((2u32 << 23) - 1) as f32).contains(&f) {
+                return Err(bad(w, o, v, "must be 0..=16777215"));
+            }
+            let x = (f * 256.0) as u32;
+            if x == 0 {
+                return Err(bad(w, o, v, "rounds to zero: must be at least 1/256 (the kernel takes 1..=2147483647 in 1/256)"));
+            }
+            Ok(x)
+        };
+        let nonzero_u32 = |o: &str, v: &str| -> R<u32> {
+            let n = v.parse::<u32>().map_err(|_| bad(w, o, v, "expected an integer"))?;
+            if n == 0 {
+                return Err(bad(w, o, v, "must be at least 1"));
+            }
+            Ok(n)
+        };
+        while let Some(o) = a.next() {
+            match o {
+                "limit" => o_.limit = Some(nonzero_u32(o, a.val(w, o)?)?),
+                "memlimit" => o_.memlimit = Some(nonzero_u32(o, a.val(w, o)?)?),
+                "target" => o_.target_us = Some(time_us_opt(w, o, a.val(w, o)?)?),
+                "tupdate" => {
+                    let v = a.val(w, o)?;
+                    let us = time_us_opt(w, o, v)?;
+                    if us == 0 {
+                        return Err(bad(w, o, v, "must be at least 1us"));
+                    }
+                    o_.tupdate_us = Some(us);
+                }
+                "alpha" => o_.alpha = Some(alpha_beta(o, a.val(w, o)?)?),
+                "beta" => o_.beta = Some(alpha_beta(o, a.val(w, o)?)?),
+                "coupling_factor" => {
+                    let v = a.val(w, o)?;
+                    let n = parse_c_u32(v).filter(|n| (1..=255).contains(n)).ok_or_else(|| bad(w, o, v, "must be 1..=255"))?;
+                    o_.coupling = Some(n as u8);
+                }
+                "l4s_ect" => o_.ecn_mask = Some(ECN_MASK_L4S_ECT),
+                "any_ect" => o_.ecn_mask = Some(ECN_MASK_ANY_ECT),
+                "step_thresh" => {
+                    // a time first, then packets with a p/pkt/pkts/packet/packets suffix
+                    let v = a.val(w, o)?;
+                    let pk = ["packets", "packet", "pkts", "pkt", "p"].iter().find_map(|s| v.strip_suffix(s)).and_then(|n| n.parse::<u32>().ok());
+                    o_.step = Some(match pk {
+                        Some(n) => (n as u64, true),
+                        None => (time_us_opt(w, o, v).map_err(|_| bad(w, o, v, "expected a time like 1ms or packets like 5p"))? * 1000, false),
+                    });
+                }
+                "min_qlen_step" => o_.min_qlen_step = Some(u32_opt(w, o, a.val(w, o)?)?),
+                "overflow" => o_.drop_overload = Some(false),
+                "drop_on_overload" => o_.drop_overload = Some(true),
+                "drop_enqueue" => o_.drop_early = Some(true),
+                "drop_dequeue" => o_.drop_early = Some(false),
+                "split_gso" => o_.split_gso = Some(true),
+                "no_split_gso" => o_.split_gso = Some(false),
+                "classic_protection" => {
+                    let v = a.val(w, o)?;
+                    let n: f64 = v.strip_suffix('%').unwrap_or(v).parse().map_err(|_| bad(w, o, v, "expected a percentage like 10%"))?;
+                    if !(0.0..=100.0).contains(&n) {
+                        return Err(bad(w, o, v, "must be 0%..=100%"));
+                    }
+                    o_.c_protection = Some(n.round() as u8);
+                }
+                "max_rtt" => rtt_max = time_us_opt(w, o, a.val(w, o)?)?,
+                "typical_rtt" => rtt_typ = time_us_opt(w, o, a.val(w, o)?)?,
+                _ => return Err(unsupported(w, o)),
+            }
+        }
+        if rtt_max != 0 || rtt_typ != 0 {
+            // tc's auto-configuration from the RTT range (RTT_TYP_TO_MAX = 6)
+            if rtt_typ == 0 {
+                rtt_typ = (rtt_max / 6).max(1);
+            } else if rtt_max == 0 {
+                rtt_max = rtt_typ * 6;
+            } else if rtt_typ > rtt_max {
+                return Err("dualpi2: `typical_rtt` must be <= `max_rtt`".into());
+            }
+            let (typ, max) = (rtt_typ as f64, rtt_max as f64);
+            let tupdate = (if typ < max / 3.0f32 as f64 { typ } else { max / 3.0f32 as f64 } as u64).max(1);
+            let alpha_f = tupdate as f64 / max / max * 1e6 * 0.1f32 as f64;
+            let beta_f = 0.3f32 as f64 / max * 1e6;
+            if beta_f > ((2u32 << 23) - 1) as f64 {
+                return Err(format!("dualpi2: max_rtt={rtt_max}us is too low and cause beta to overflow"));
+            }
+            if alpha_f < 1.0 / 256.0 || beta_f < 1.0 / 256.0 {
+                return Err(format!("dualpi2: large max_rtt={rtt_max}us rounds down alpha={alpha_f} and/or beta={beta_f}"));
+            }
+            o_.target_us = Some(rtt_typ);
+            o_.tupdate_us = Some(tupdate);
+            o_.alpha = Some((alpha_f * 256.0) as u32);
+            o_.beta = Some((beta_f * 256.0) as u32);
+        }
+        for (o, v) in [("alpha", o_.alpha), ("beta", o_.beta)] {
+            if v.is_some_and(|v| v == 0 || v > ALPHA_BETA_MAX) {
+                return Err(format!("dualpi2: `{o}` out of range (the kernel takes 1..=2147483647 in 1/256 Hz)"));
+            }
+        }
+        Ok(o_)
+    }
+
+    /// The parameters: `dualpi2_reset_default()` for `dev`, then the options given.
+    pub(crate) fn params(&self, dev: &DevParams) -> DualPi2Params {
+        let o = self;
+        let mut p = DualPi2Params::new(dev);
+        if let Some(l) = o.limit {
+            // dualpi2_change(): a new limit also resets memory_limit
+            p.limit = l;
+            p.memory_limit = memory_limit(l, dev);
+        }
+        if let Some(m) = o.memlimit {
+            p.memory_limit = m;
+        }
+        if let Some(t) = o.target_us {
+            p.target_ns = t * 1000;
+        }
+        if let Some(t) = o.tupdate_us {
+            p.tupdate_ns = (t * 1000).min(u32::MAX as u64); // convert_us_to_nsec()
+        }
+        if let Some(x) = o.alpha {
+            p.alpha = scale_alpha_beta(x);
+        }
+        if let Some(x) = o.beta {
+            p.beta = scale_alpha_beta(x);
+        }
+        if let Some((v, pkts)) = o.step {
+            p.step_thresh = if pkts { v } else { v.min(u32::MAX as u64) };
+            p.step_in_packets = pkts;
+        }
+        if let Some(m) = o.min_qlen_step {
+            p.min_qlen_step = m;
+        }
+        if let Some(k) = o.coupling {
+            p.coupling_factor = k;
+        }
+        if let Some(d) = o.drop_overload {
+            p.drop_overload = d;
+        }
+        if let Some(d) = o.drop_early {
+            p.drop_early = d;
+        }
+        if let Some(c) = o.c_protection {
+            p.c_protection_wc = c;
+        }
+        if let Some(m) = o.ecn_mask {
+            p.ecn_mask = m;
+        }
+        if let Some(g) = o.split_gso {
+            p.split_gso = g;
+        }
+        p
     }
 }

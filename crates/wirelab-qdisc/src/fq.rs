@@ -37,6 +37,7 @@
 //! rb-tree path searched); `offload_horizon` must be 0 (no device offloads pacing);
 //! socket reallocation (`sk_hash` change) and `SO_MAX_PACING_RATE` on non-TCP sockets are
 //! not modelled.
+use crate::config::{bad, rate32_opt, time_opt, time_us_opt, u32_opt, unsupported, Args, R};
 use crate::util::{flow_hash, skb_priority};
 use crate::{ClassId, Counters, DevParams, Qdisc, QdiscStats, Verdict};
 use core::cmp::Reverse;
@@ -674,5 +675,178 @@ impl Qdisc for Fq {
     fn set_ids(&mut self, handle: ClassId, parent: ClassId) {
         self.c.handle = handle;
         self.c.parent = parent;
+    }
+}
+
+/// `tc qdisc … fq` options as given; unset ones take `fq_init()`'s defaults.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct FqOpts {
+    limit: Option<u32>,
+    flow_limit: Option<u32>,
+    quantum: Option<u32>,
+    initial_quantum: Option<u32>,
+    maxrate: Option<u64>,
+    buckets_log: Option<u8>,
+    pacing: Option<bool>,
+    refill_delay_us: Option<u64>,
+    low_rate_threshold: Option<u64>,
+    orphan_mask: Option<u32>,
+    ce_threshold_us: Option<u64>,
+    timer_slack_ns: Option<u64>,
+    horizon_us: Option<u64>,
+    horizon_drop: Option<bool>,
+    priomap: Option<[u8; 16]>,
+    weights: Option<[i32; FQ_BANDS]>,
+}
+
+impl FqOpts {
+    /// `fq_parse_opt()` (tc/q_fq.c) with `fq_change()`'s range checks.
+    pub(crate) fn parse(a: &mut Args) -> R<FqOpts> {
+        let w = "fq";
+        let mut o_ = FqOpts::default();
+        while let Some(o) = a.next() {
+            match o {
+                "limit" => o_.limit = Some(u32_opt(w, o, a.val(w, o)?)?),
+                "flow_limit" => o_.flow_limit = Some(u32_opt(w, o, a.val(w, o)?)?),
+                // clamp_t(u32, quantum, 256, 1 << 20) in fq_change()
+                "quantum" => o_.quantum = Some(u32_opt(w, o, a.val(w, o)?)?.clamp(256, 1 << 20)),
+                "initial_quantum" => {
+                    let v = a.val(w, o)?;
+                    let q = u32_opt(w, o, v)?;
+                    if q > 1 << 20 {
+                        return Err(bad(w, o, v, "must be 0..=1048576 (NLA_POLICY_FULL_RANGE)"));
+                    }
+                    o_.initial_quantum = Some(q);
+                }
+                "maxrate" => o_.maxrate = Some(rate32_opt(w, o, a.val(w, o)?)?),
+                "low_rate_threshold" => o_.low_rate_threshold = Some(rate32_opt(w, o, a.val(w, o)?)?),
+                "defrate" => {
+                    // "sch_fq: defrate %u ignored." (fq_change())
+                    rate32_opt(w, o, a.val(w, o)?)?;
+                }
+                "buckets" => {
+                    let v = a.val(w, o)?;
+                    let n = u32_opt(w, o, v)?;
+                    // tc sends ilog2 rounded up; the kernel takes 1..=18
+                    let log = if n <= 1 { 0 } else { 32 - (n - 1).leading_zeros() };
+                    if !(1..=18).contains(&log) {
+                        return Err(bad(w, o, v, "must be 2..=262144 (rounded up to a power of two)"));
+                    }
+                    o_.buckets_log = Some(log as u8);
+                }
+                "orphan_mask" => o_.orphan_mask = Some(u32_opt(w, o, a.val(w, o)?)?),
+                "refill_delay" => o_.refill_delay_us = Some(time_us_opt(w, o, a.val(w, o)?)?),
+                "ce_threshold" => o_.ce_threshold_us = Some(time_us_opt(w, o, a.val(w, o)?)?),
+                "horizon" => o_.horizon_us = Some(time_us_opt(w, o, a.val(w, o)?)?),
+                "timer_slack" => {
+                    let v = a.val(w, o)?;
+                    let ns = time_opt(w, o, v)?.as_nanos();
+                    if ns > u32::MAX as u64 {
+                        return Err(bad(w, o, v, "out of range: at most 4294967295ns"));
+                    }
+                    o_.timer_slack_ns = Some(ns);
+                }
+                "offload_horizon" => {
+                    let v = a.val(w, o)?;
+                    if time_us_opt(w, o, v)? != 0 {
+                        return Err(bad(w, o, v, "invalid offload_horizon: a simulated device offloads no pacing (max_pacing_offload_horizon 0), so only 0 is valid"));
+                    }
+                }
+                "horizon_drop" => o_.horizon_drop = Some(true),
+                "horizon_cap" => o_.horizon_drop = Some(false),
+                "pacing" => o_.pacing = Some(true),
+                "nopacing" => o_.pacing = Some(false),
+                "bands" => {
+                    if o_.priomap.is_some() {
+                        return Err("fq: duplicate `bands`".into());
+                    }
+                    let v = a.val(w, o)?;
+                    if v != "3" {
+                        return Err(bad(w, o, v, "`bands` must be 3"));
+                    }
+                    if a.next() != Some("priomap") {
+                        return Err("fq: `priomap` expected after `bands 3`".into());
+                    }
+                    let mut map = [0u8; 16];
+                    for (i, m) in map.iter_mut().enumerate() {
+                        let v = a.next().ok_or_else(|| format!("fq: not enough elements in `priomap` ({i} of 16)"))?;
+                        let b = v.parse::<u32>().map_err(|_| bad(w, "priomap", v, "expected a band number in [0..2]"))?;
+                        if b >= FQ_BANDS as u32 {
+                            return Err(bad(w, "priomap", v, "band too big: must be 0..=2"));
+                        }
+                        *m = b as u8;
+                    }
+                    o_.priomap = Some(map);
+                }
+                "weights" => {
+                    if o_.weights.is_some() {
+                        return Err("fq: duplicate `weights`".into());
+                    }
+                    let mut ws = [0i32; FQ_BANDS];
+                    for (i, x) in ws.iter_mut().enumerate() {
+                        let v = a.next().ok_or_else(|| format!("fq: not enough elements in `weights` ({i} of 3)"))?;
+                        let n = v.parse::<i32>().map_err(|_| bad(w, "weights", v, "expected a positive number"))?;
+                        if n < FQ_MIN_WEIGHT {
+                            return Err(bad(w, "weights", v, format!("weight too small: each must be at least {FQ_MIN_WEIGHT}")));
+                        }
+                        *x = n;
+                    }
+                    o_.weights = Some(ws);
+                }
+                _ => return Err(unsupported(w, o)),
+            }
+        }
+        Ok(o_)
+    }
+
+    /// The parameters: `fq_init()`'s defaults for `dev`, then the options given.
+    pub(crate) fn params(&self, dev: &DevParams) -> FqParams {
+        let o = self;
+        let mut p = FqParams::new(dev);
+        let set = |dst: &mut u32, v: Option<u32>| {
+            if let Some(v) = v {
+                *dst = v;
+            }
+        };
+        set(&mut p.limit, o.limit);
+        set(&mut p.flow_limit, o.flow_limit);
+        set(&mut p.quantum, o.quantum);
+        set(&mut p.initial_quantum, o.initial_quantum);
+        set(&mut p.orphan_mask, o.orphan_mask);
+        if let Some(r) = o.maxrate {
+            // (rate == ~0U) ? ~0UL : rate
+            p.flow_max_rate = if r == u32::MAX as u64 { NO_RATE } else { r };
+        }
+        if let Some(r) = o.low_rate_threshold {
+            p.low_rate_threshold = r;
+        }
+        if let Some(l) = o.buckets_log {
+            p.buckets_log = l;
+        }
+        if let Some(e) = o.pacing {
+            p.rate_enable = e;
+        }
+        if let Some(us) = o.refill_delay_us {
+            p.refill_delay_ns = us * 1000;
+        }
+        if let Some(us) = o.ce_threshold_us {
+            p.ce_threshold_ns = us * 1000;
+        }
+        if let Some(us) = o.horizon_us {
+            p.horizon_ns = us * 1000;
+        }
+        if let Some(ns) = o.timer_slack_ns {
+            p.timer_slack_ns = ns;
+        }
+        if let Some(d) = o.horizon_drop {
+            p.horizon_drop = d;
+        }
+        if let Some(m) = o.priomap {
+            p.prio2band = m;
+        }
+        if let Some(ws) = o.weights {
+            p.weights = ws;
+        }
+        p
     }
 }
