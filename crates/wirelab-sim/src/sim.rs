@@ -738,7 +738,11 @@ impl Sim {
             dont_frag: t.dont_frag,
         };
         ip.emit(&mut buf);
-        let pkt = self.new_pkt(buf);
+        let mut pkt = self.new_pkt(buf);
+        // scheduling metadata for qdiscs such as fq (skb->sk, skb->tstamp, sk_pacing_rate)
+        pkt.meta.sk = if t.sk != 0 { t.sk } else { socket_key(&t, &pkt.data[HEADROOM..]) };
+        pkt.meta.txtime = t.txtime;
+        pkt.meta.pacing_rate = t.pacing_rate;
         self.enqueue(n, hop.iface, pkt);
     }
 
@@ -914,6 +918,11 @@ impl Sim {
             return;
         };
         Ipv4Packet::new_unchecked(&mut pkt.data[..]).decrement_ttl();
+        // a forwarded packet belongs to no local socket and carries no departure time
+        // (ip_forward(): skb->sk is NULL on receive, skb_clear_tstamp())
+        pkt.meta.sk = 0;
+        pkt.meta.txtime = Instant::ZERO;
+        pkt.meta.pacing_rate = wirelab_core::PktMeta::NO_PACING;
         node.counters.forwarded += 1;
         self.enqueue(n, hop.iface, pkt);
     }
@@ -1008,4 +1017,19 @@ impl Sim {
     pub fn cbr_interval(payload: u32, rate_bps: u64) -> Duration {
         wirelab_apps::UdpCbrConfig::interval_for(payload, rate_bps)
     }
+}
+
+/// A non-zero socket key for a segment whose engine named no socket: the connection's
+/// 5-tuple, mixed (splitmix64), so each TCP/SCTP connection is one `fq` flow as its socket
+/// would be. `seg` is the transport header onwards.
+fn socket_key(t: &Transmit, seg: &[u8]) -> u64 {
+    let ports = match (t.proto, seg.get(..4)) {
+        (6 | 17 | 132, Some(p)) => u32::from_be_bytes([p[0], p[1], p[2], p[3]]) as u64,
+        _ => 0,
+    };
+    let mut x = (u64::from(u32::from(t.src)) << 32 | u64::from(u32::from(t.dst))) ^ (ports << 8 | t.proto as u64).rotate_left(29);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    x.max(1)
 }
