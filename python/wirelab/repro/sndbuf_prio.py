@@ -606,11 +606,14 @@ def twoflow_table(res: dict) -> str:
 
 
 def twoflow_sweep(out: Path, seeds: Sequence[int] = (1, 2, 3), duration: str = "300s",
-                  offsets: Sequence[float] = (0.0, 10.0)) -> list[dict]:
-    """The TBF 2-flow run for every command of :data:`TBF_VARIANTS`, seed and start offset:
-    the split and how long each flow paused (table ``twoflow-sweep.md``)."""
+                  offsets: Sequence[float] = (0.0, 10.0), tbfs: Sequence[int] | None = None) -> list[dict]:
+    """The TBF 2-flow run for every command of :data:`TBF_VARIANTS` (or the indices
+    ``tbfs``), seed and start offset: the split and how long each flow paused (table
+    ``twoflow-sweep.md``)."""
     rows, table = [], []
     for k, tbf in enumerate(TBF_VARIANTS):
+        if tbfs is not None and k not in tbfs:
+            continue
         for off in offsets:
             for seed in seeds:
                 r = twoflow_run(out / f"tbf{k}-off{off:g}-s{seed}", "tbf", duration, seed, tbf=tbf, offset=off)
@@ -844,7 +847,8 @@ def smoke(out: Path, duration: str = "10s") -> int:
     """Reduced-duration check for CI (≈ 5 s wall): 20 and 200 flows, tree and SFQ.
 
     Fails (returns 1) unless ≥ 95 % of the clients connect, the tree's bottleneck sends packets
-    through at least three decile classes, the 200-flow tree has a lower SD than SFQ (the
+    through at least three decile classes, among them 6 or 7 but not 8 or 9, the 200-flow
+    tree has a lower SD than SFQ (the
     study's headline, which holds in every seed of the 300-s runs), and the link is busy."""
     problems = []
     cells = {}
@@ -863,6 +867,11 @@ def smoke(out: Path, duration: str = "10s") -> int:
                 used = [c for c, k in st.extra["classes"].items() if k > 0 and c != "1:1"]
                 if len(used) < 3:
                     problems.append(f"{q}-{n}: packets in only {used}")
+                # linux-4.6 divides by payload + struct sizes (77 % payload per full chunk),
+                # so deciles 6 and 7 occur (the study's V2 values reach 74 %), 8 and 9 cannot
+                high = {c for c in used if int(c.split(":")[1]) >= 60}
+                if not high or high - {"1:60", "1:70"}:
+                    problems.append(f"{q}-{n}: decile classes ≥ 6 used: {sorted(high)}")
     if not cells[(200, "htb")].sd < cells[(200, "sfq")].sd:
         problems.append("200 flows: tree sd not below SFQ sd")
     for p in problems:
@@ -902,6 +911,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ts_.add_argument("--duration", default="300s")
     ts_.add_argument("--seeds", default="1,2,3")
     ts_.add_argument("--offsets", default="0,10")
+    ts_.add_argument("--tbf", default=None, help="indices into TBF_VARIANTS (default: all)")
     fc = sub.add_parser("fct", help="flow completion times: finite flows, HTB tree vs SFQ, over seeds")
     fc.add_argument("--workload", choices=("equal", "mixed"), default="equal")
     fc.add_argument("--flows", default="20,200,1000,2000", help="N for the equal workload")
@@ -949,7 +959,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif a.cmd == "twoflow":
         twoflow(a.out, a.duration, a.seed)
     elif a.cmd == "twoflow-sweep":
-        twoflow_sweep(a.out, [int(x) for x in a.seeds.split(",")], a.duration, [float(x) for x in a.offsets.split(",")])
+        twoflow_sweep(a.out, [int(x) for x in a.seeds.split(",")], a.duration, [float(x) for x in a.offsets.split(",")],
+                      [int(x) for x in a.tbf.split(",")] if a.tbf else None)
     elif a.cmd == "fct":
         seeds = [int(x) for x in a.seeds.split(",")]
         if a.workload == "equal":
