@@ -27,7 +27,8 @@ Topology (the study's testbed, ``docs/reproductions/sndbuf-prio.md``)::
   - ``sfq-wide`` (extension, equal buffers and flow slots): ``limit 1397 flows 1397
     divisor 16384`` (the tree has 11 × 128 SFQ slots and 11 × 1024 buckets);
   - ``htb-small`` (extension, equal buffers): the tree with each leaf ``limit 11``
-    (11 × 11 = 121 ≤ 127 packets, SFQ's default).
+    (11 × 11 = 121 ≤ 127 packets, SFQ's default);
+  - ``htb-mtu`` (control): the tree with a one-packet HTB quantum per class.
 
 The statistic (``reports/final/data/combine`` and ``calc_variance``, §1.6): per host, drop
 the first and last ⌊N/100⌋ flows in file order; concatenate both hosts; drop the first and
@@ -79,7 +80,7 @@ PUBLISHED_EXTRA = {
     1000: ((64.7, 40.2, 89.1, 533, 0.818), (68.2, 33.2, 103, 2232, 0.336)),
     2000: ((26.2, 15.7, 40.2, 1340, 0.290), (29.7, 19.2, 47.2, 6132, 0.032)),
 }
-QDISCS = ("htb", "sfq", "htb-intended", "htb-prio", "sfq-big", "sfq-wide", "htb-small")
+QDISCS = ("htb", "sfq", "htb-intended", "htb-prio", "sfq-big", "sfq-wide", "htb-small", "htb-mtu")
 HOSTS = ("deepak", "prasad")
 BASE_PORT = 6000
 
@@ -102,6 +103,9 @@ def htb_tree(variant: str = "faithful", leaf_limit: int | None = None) -> list[s
 
     ``prio`` (extension): strict HTB priority by decile (decile 9 → prio 0 … deciles 1–2
     → prio 7, like 1:1), i.e. the most backlogged senders are always served first.
+
+    ``mtu`` (control): the faithful tree with ``quantum 1514`` on every class instead of
+    HTB's default rate/r2q clamped to 200 000 B, so classes take turns packet by packet.
     """
     opt = "" if leaf_limit is None else f" limit {leaf_limit}"
     lines = ["qdisc add root handle 1: htb default 1"]
@@ -112,6 +116,8 @@ def htb_tree(variant: str = "faithful", leaf_limit: int | None = None) -> list[s
             extra = f" quantum {1514 * (dec + 1)}"
         elif variant == "prio":
             extra = f" prio {max(0, min(7, 9 - dec)) if dec else 7}"
+        elif variant == "mtu":
+            extra = " quantum 1514"
         elif variant != "faithful":
             raise ValueError(f"unknown tree variant {variant!r}")
         lines.append(f"class add parent 1: classid 1:{minor} htb rate 100mbit{extra}")
@@ -135,6 +141,8 @@ def qdisc_lines(qdisc: str) -> list[str]:
         return htb_tree("intended")
     if qdisc == "htb-prio":
         return htb_tree("prio")
+    if qdisc == "htb-mtu":
+        return htb_tree("mtu")
     if qdisc == "htb-small":
         return htb_tree("faithful", leaf_limit=11)
     if qdisc == "sfq":
