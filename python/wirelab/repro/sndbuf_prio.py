@@ -627,7 +627,8 @@ def twoflow_sweep(out: Path, seeds: Sequence[int] = (1, 2, 3), duration: str = "
                 r = twoflow_run(out / f"tbf{k}-off{off:g}-s{seed}", "tbf", duration, seed, tbf=tbf, offset=off)
                 h = r["hosts"]
                 rows.append({"tbf": tbf, "offset_s": off, "seed": seed, "split": r["split"],
-                             **{f"{n}_{x}": h[n][x] for n in HOSTS for x in ("kbps", "pauses", "pause_s", "flat_s")}})
+                             **{f"{n}_{x}": h[n][x] for n in HOSTS
+                                for x in ("kbps", "pauses", "pause_s", "flat_s", "mean_pct", "sd_pct", "max")}})
                 table.append([tbf, f"{off:g}", seed, f"{r['split']:.2f}",
                               *(f"{h[n]['kbps']:.0f} / {h[n]['pauses']} / {h[n]['pause_s']:.0f} s / {h[n]['flat_s']} s" for n in HOSTS)])
                 say(" | ".join(str(c) for c in table[-1]))
@@ -928,6 +929,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     fc.add_argument("--seconds", type=float, default=300.0, help="equal: flow size = equal share of this many seconds")
     fc.add_argument("--arrivals", type=float, default=30.0, help="mixed: arrival period (s)")
     fc.add_argument("--load", type=float, default=0.8, help="mixed: offered load")
+    fr = sub.add_parser("fct-report", help="one FCT table and figure from the fct-*.csv of several fct --out DIRs")
+    fr.add_argument("dirs", nargs="+")
+    fr.add_argument("-o", "--output", required=True, help="figure (PNG)")
     for p in (r, t, sm, tf, ts_, fc):
         add_out(p, "sndbuf_prio")
     a = ap.parse_args(argv)
@@ -969,6 +973,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif a.cmd == "twoflow-sweep":
         twoflow_sweep(a.out, [int(x) for x in a.seeds.split(",")], a.duration, [float(x) for x in a.offsets.split(",")],
                       [int(x) for x in a.tbf.split(",")] if a.tbf else None)
+    elif a.cmd == "fct-report":
+        df = pd.concat([pd.read_csv(f) for d in a.dirs for f in sorted(Path(d).glob("fct-*.csv"))], ignore_index=True)
+        print(fct_summary(df))
+        plot_fct(df, Path(a.output))
     elif a.cmd == "fct":
         seeds = [int(x) for x in a.seeds.split(",")]
         if a.workload == "equal":
