@@ -571,7 +571,7 @@ def twoflow_run(o: Path, qdisc: str, duration: str = "300s", seed: int = 1, tbf:
 
 
 def plot_twoflow(res: dict, img: Path) -> Path:
-    """Per-second V2 value (top) and goodput (bottom) of both hosts, pauses ≥ 0.9 s shaded."""
+    """Per-second V2 value (top) and cumulative-ack progress (bottom) of both hosts."""
     plt = pyplot()
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 4.8), sharex=True)
     for name, h in res["hosts"].items():
@@ -581,7 +581,7 @@ def plot_twoflow(res: dict, img: Path) -> Path:
     what = res["tbf"] or "sfq perturb 10 at 1 mbit/s"
     label(a1, ylabel="V2 send-buffer value (%)", title=f"2 flows, {what}, seed {res['seed']}",
           legend=dict(loc="lower right", fontsize=7))
-    label(a2, xlabel="time (s)", ylabel="goodput (kbit/s per s)", legend=dict(loc="upper right", fontsize=7))
+    label(a2, xlabel="time (s)", ylabel="cum. acked, kbit/s per 1-s sample", legend=dict(loc="upper right", fontsize=7))
     return save(fig, img, dpi=100)
 
 
