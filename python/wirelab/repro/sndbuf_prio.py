@@ -743,12 +743,21 @@ SIZE_CLASSES = ((0, 100_000, "< 100 kB"), (100_000, 1_000_000, "100 kB – 1 MB"
 
 def fct_summary(df: pd.DataFrame) -> str:
     """Markdown: per (workload, N, qdisc), the mean FCT with its 95 % CI over seeds (the mean
-    of each seed's mean over finished flows), the pooled median / p90 / p99 / max, unfinished
-    flows; for the mixed workload the same mean per size class."""
+    of each seed's mean over finished flows), its difference from SFQ paired by seed (same
+    flows) with a 95 % CI, the pooled median / p90 / p99 / max, unfinished flows; for the
+    mixed workload the mean per size class."""
     rows = []
+    seed_means = df.groupby(["workload", "flows", "qdisc", "seed"])["fct_s"].mean()
     for (wl, n, q), g in df.groupby(["workload", "flows", "qdisc"], sort=True):
         per_seed = [x["fct_s"].mean() for _s, x in g.groupby("seed")]
         m, hw, k = stats.mean_ci(per_seed)
+        # paired with SFQ: the same seed runs the same flows (sizes, starts)
+        diff = "–"
+        if q != "sfq" and (wl, n, "sfq") in seed_means.index.droplevel(3):
+            d = [seed_means[(wl, n, q, sd)] - seed_means[(wl, n, "sfq", sd)] for sd in sorted(set(g["seed"]))
+                 if (wl, n, "sfq", sd) in seed_means.index]
+            dm, dhw, _ = stats.mean_ci(d)
+            diff = f"{dm:+.3g} ± {dhw:.2g}"
         done = g["fct_s"].dropna().to_numpy()
         pct = " / ".join(f"{stats.percentile(done, p):.2f}" for p in (50, 90, 99)) + f" / {done.max():.2f}"
         cls = ""
@@ -760,19 +769,21 @@ def fct_summary(df: pd.DataFrame) -> str:
                 parts.append(f"{cm:.3f} ± {chw:.3f}")
             cls = "; ".join(parts)
         rows.append([wl, n if wl == "equal" else f"{len(g) / max(1, g['seed'].nunique()):.0f}/seed", q, k,
-                     f"{m:.2f} ± {hw:.2f}", pct, int((~g["done"]).sum()), cls])
-    return md_table(["workload", "flows", "qdisc", "seeds", "mean FCT (s) ± 95 % CI", "median / p90 / p99 / max (s)",
-                     "unfinished", "mean FCT (s) by size: " + "; ".join(c[2] for c in SIZE_CLASSES)], rows)
+                     f"{m:.3g} ± {hw:.2g}", diff, pct, int((~g["done"]).sum()), cls])
+    return md_table(["workload", "flows", "qdisc", "seeds", "mean FCT (s) ± 95 % CI", "− SFQ, paired by seed (s)",
+                     "median / p90 / p99 / max (s)", "unfinished",
+                     "mean FCT (s) by size: " + "; ".join(c[2] for c in SIZE_CLASSES)], rows)
 
 
 def plot_fct(df: pd.DataFrame, img: Path) -> Path:
     """FCT CDFs (all seeds pooled), one panel per (workload, N)."""
     plt = pyplot()
     keys = sorted({(w, n) for w, n in zip(df["workload"], df["flows"])})
-    fig, axes = plt.subplots(1, len(keys), figsize=(3.6 * len(keys), 3.2), squeeze=False)
+    colors = {"htb": "C0", "sfq": "C1", "htb-mtu": "C2"}
+    fig, axes = plt.subplots(1, len(keys), figsize=(3.3 * len(keys), 3.1), squeeze=False)
     for ax, (w, n) in zip(axes[0], keys):
         for q, g in df[(df["workload"] == w) & (df["flows"] == n)].groupby("qdisc"):
-            ax.step(*stats.ecdf(g["fct_s"].dropna()), where="post", label=q)
+            ax.step(*stats.ecdf(g["fct_s"].dropna()), where="post", label=q, color=colors.get(q))
         if w == "mixed":
             ax.set_xscale("log")
         label(ax, title=f"{w}, {n} flows" if w == "equal" else "mixed sizes, load 0.8", xlabel="FCT (s)", ylabel="CDF",
