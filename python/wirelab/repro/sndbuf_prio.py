@@ -585,12 +585,12 @@ def plot_twoflow(res: dict, img: Path) -> Path:
     return save(fig, img, dpi=100)
 
 
-def twoflow(out: Path, duration: str = "300s", seed: int = 1) -> dict:
+def twoflow(out: Path, duration: str = "300s", seed: int = 1, tbf: str = TBF_2FLOW, offset: float = 0.0) -> dict:
     """Runs the TBF and SFQ 2-flow experiments and plots the per-second send-buffer value
-    and goodput (Figures 4.1/4.2)."""
+    and cumulative-ack progress (Figures 4.1/4.2); ``tbf`` and ``offset`` apply to the TBF run."""
     res = {}
     for q in ("tbf", "sfq"):
-        r = twoflow_run(out / f"twoflow-{q}", q, duration, seed)
+        r = twoflow_run(out / f"twoflow-{q}", q, duration, seed, **({"tbf": tbf, "offset": offset} if q == "tbf" else {}))
         r["img"] = str(plot_twoflow(r, out / f"sndbuf-prio-twoflow-{q}.png"))
         res[q] = r
     (out / "twoflow.json").write_text(json.dumps(res, indent=1))
@@ -927,6 +927,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     tf = sub.add_parser("twoflow", help="the 2-flow TBF/SFQ send-buffer plots")
     tf.add_argument("--duration", default="300s")
     tf.add_argument("--seed", type=int, default=1)
+    tf.add_argument("--tbf", default=TBF_2FLOW, help="the TBF command of the TBF run")
+    tf.add_argument("--offset", type=float, default=0.0, help="deepak starts this many seconds later (TBF run)")
     ts_ = sub.add_parser("twoflow-sweep", help="the 2-flow TBF run for every TBF command, seed and start offset")
     ts_.add_argument("--duration", default="300s")
     ts_.add_argument("--seeds", default="1,2,3")
@@ -980,7 +982,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         others = [load_cells(Path(x)) for x in a.more]
         print(markdown_table(cells, others) + "\n\n" + secondary_table(cells))
     elif a.cmd == "twoflow":
-        twoflow(a.out, a.duration, a.seed)
+        twoflow(a.out, a.duration, a.seed, a.tbf, a.offset)
     elif a.cmd == "twoflow-sweep":
         twoflow_sweep(a.out, [int(x) for x in a.seeds.split(",")], a.duration, [float(x) for x in a.offsets.split(",")],
                       [int(x) for x in a.tbf.split(",")] if a.tbf else None)
