@@ -579,7 +579,8 @@ def plot_twoflow(res: dict, img: Path) -> Path:
         a2.plot(h["goodput_t"], h["goodput_kbps"], lw=0.8, label=f"{name}: {h['pauses']} pauses ≥ 0.9 s, {h['pause_s']:.0f} s")
     a1.set_ylim(0, 100)
     what = res["tbf"] or "sfq perturb 10 at 1 mbit/s"
-    label(a1, ylabel="V2 send-buffer value (%)", title=f"2 flows, {what}, seed {res['seed']}",
+    late = f", deepak starts {res['offset_s']:g} s later" if res.get("offset_s") else ""
+    label(a1, ylabel="V2 send-buffer value (%)", title=f"2 flows, {what}, seed {res['seed']}{late}",
           legend=dict(loc="lower right", fontsize=7))
     label(a2, xlabel="time (s)", ylabel="cum. acked, kbit/s per 1-s sample", legend=dict(loc="upper right", fontsize=7))
     return save(fig, img, dpi=100)
