@@ -41,6 +41,9 @@ Command line (outputs under ``--out``, default ``./wirelab-repro-sndbuf_prio``):
     python -m wirelab.repro.sndbuf_prio table --flows 20,200 --duration 30s --out DIR
     python -m wirelab.repro.sndbuf_prio stats DIR
     python -m wirelab.repro.sndbuf_prio twoflow --out DIR
+    python -m wirelab.repro.sndbuf_prio twoflow-sweep --out DIR   # TBF commands × seeds × offsets
+    python -m wirelab.repro.sndbuf_prio fct --workload equal --out DIR   # flow completion times
+    python -m wirelab.repro.sndbuf_prio fct-report DIR... -o fct.png
     python -m wirelab.repro.sndbuf_prio smoke --out DIR        # reduced-duration CI check
 """
 from __future__ import annotations
