@@ -208,10 +208,14 @@ impl<H: Host> Pair<H> {
     }
 }
 
-/// Applies an edit to a TCP segment: `sel` picks a field, `v` gives its value. With
-/// `fix`, recomputes the checksum (for 10.0.0.x ↔ 10.0.0.y: both directions verify,
-/// the pseudo-header sum does not depend on the order of the addresses).
+/// Applies an edit to a TCP segment: `sel` picks a field, `v` gives its value. Most
+/// edits decode the segment, change the representation (sequence numbers relative to
+/// the template's, SACK blocks around its ACK, options, flags, payload length) and
+/// re-encode it, so the result stays a well-formed segment of the connection; a few edit
+/// raw bytes. With `fix`, recomputes the checksum (the pseudo-header sum does not depend
+/// on the order of the two addresses, so one call serves both directions).
 fn patch_tcp(b: &mut Vec<u8>, sel: u8, v: &[u8], fix: bool) {
+    use wirelab_tcp::wire::SeqNumber;
     if fix {
         if b.len() >= 20 {
             wirelab_tcp::wire::fill_checksum(b, IP[0], IP[1]);
@@ -219,51 +223,79 @@ fn patch_tcp(b: &mut Vec<u8>, sel: u8, v: &[u8], fix: bool) {
         return;
     }
     let x = |n: usize| v.iter().take(n).fold(0u32, |a, &c| a << 8 | c as u32);
-    let delta = x(4) as i32 >> 16; // a small signed offset
-    let add = |b: &mut [u8], at: usize, d: i32| {
-        if b.len() >= at + 4 {
-            let o = u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]).wrapping_add(d as u32);
-            b[at..at + 4].copy_from_slice(&o.to_be_bytes());
-        }
-    };
-    match sel % 10 {
-        0 => add(b, 4, delta),             // seq nearby
-        1 => add(b, 8, delta),             // ack nearby
-        2 if b.len() > 13 => b[13] = v.first().copied().unwrap_or(0), // flags
-        3 if b.len() > 15 => b[14..16].copy_from_slice(&(x(2) as u16).to_be_bytes()), // window
-        4 if b.len() > 12 => b[12] = (v.first().copied().unwrap_or(0) & 0xf0) | (b[12] & 0x0f), // data offset
-        5 if b.len() > 20 => {
-            // overwrite option/payload bytes
-            let at = 20 + v.first().copied().unwrap_or(0) as usize % (b.len() - 20);
-            for (k, c) in v.iter().skip(1).enumerate() {
-                if let Some(s) = b.get_mut(at + k) {
-                    *s = *c;
+    let small = (x(2) as u16 as i16) as i32; // a signed offset
+    let mss = 1448i32;
+    if sel % 16 >= 10 {
+        // raw edits
+        match sel % 16 {
+            10 if b.len() > 20 => {
+                let at = 20 + v.first().copied().unwrap_or(0) as usize % (b.len() - 20);
+                for (k, c) in v.iter().skip(1).enumerate() {
+                    if let Some(s) = b.get_mut(at + k) {
+                        *s = *c;
+                    }
                 }
             }
+            11 => b.truncate(v.first().copied().unwrap_or(0) as usize % 64),
+            12 if b.len() > 12 => b[12] = (v.first().copied().unwrap_or(0) & 0xf0) | (b[12] & 0x0f),
+            13 => b.extend_from_slice(v),
+            _ if b.len() > 13 => b[13] = v.first().copied().unwrap_or(0),
+            _ => {}
         }
-        6 => b.truncate(20 + v.first().copied().unwrap_or(0) as usize % 44),
-        7 => b.extend_from_slice(v),
-        8 => add(b, 4, (x(4) as i32).wrapping_mul(4096)), // seq far away
-        _ => {
-            // SACK option with chosen edges relative to the ack number
-            if b.len() >= 20 && b[12] >> 4 == 5 {
-                let ack = u32::from_be_bytes([b[8], b[9], b[10], b[11]]);
-                let l = ack.wrapping_add((delta as u32).wrapping_mul(100));
-                let r = l.wrapping_add(x(1) * 10);
-                let payload = b.split_off(20);
-                b[12] = 8 << 4 | (b[12] & 0x0f);
-                b.extend_from_slice(&[1, 1, 5, 10]);
-                b.extend_from_slice(&l.to_be_bytes());
-                b.extend_from_slice(&r.to_be_bytes());
-                b.extend_from_slice(&payload);
+        return;
+    }
+    let Ok(p) = TcpPacket::new_checked(&b[..]) else { return };
+    let Ok(mut r) = TcpRepr::parse_unverified(&p) else { return };
+    let payload: Vec<u8>;
+    let add = |s: SeqNumber, d: i32| SeqNumber(s.0.wrapping_add(d as u32));
+    match sel % 10 {
+        0 => r.seq = add(r.seq, small),
+        1 => r.ack = add(r.ack, small),
+        2 => r.seq = add(r.seq, small.wrapping_mul(mss)),
+        3 => r.ack = add(r.ack, small.wrapping_mul(mss)),
+        4 => r.flags = v.first().copied().unwrap_or(0),
+        5 => r.window = x(2) as u16,
+        6 => {
+            // SACK blocks around the ACK: count, then (start, length) in segments
+            r.sack = Default::default();
+            for k in 0..(v.first().copied().unwrap_or(0) % 5) as usize {
+                let o = *v.get(1 + k).unwrap_or(&0) as i8 as i32;
+                let l = add(r.ack, o.wrapping_mul(mss));
+                r.sack.push(l, add(l, (*v.get(2 + k).unwrap_or(&1) as i32 % 8) * mss));
             }
         }
+        7 => {
+            // options: MSS, window scale, SACK-permitted, timestamps (values from v)
+            let f = v.first().copied().unwrap_or(0);
+            r.mss = (f & 1 != 0).then(|| x(2) as u16);
+            r.window_scale = (f & 2 != 0).then(|| v.get(1).copied().unwrap_or(0));
+            r.sack_permitted = f & 4 != 0;
+            r.timestamp = match f >> 3 & 3 {
+                0 => None,
+                1 => r.timestamp.map(|(a, e)| (a.wrapping_add(small as u32), e)),
+                2 => r.timestamp.map(|(a, e)| (a, e.wrapping_add(small as u32))),
+                _ => Some((x(4), 0)),
+            };
+        }
+        8 => {
+            // a different payload length (and content)
+            payload = vec![v.first().copied().unwrap_or(0); x(2) as usize % 3000];
+            r.payload = &payload;
+        }
+        _ => r.urgent = x(2) as u16,
     }
+    let mut out = vec![0u8; r.buffer_len()];
+    r.emit(&mut TcpPacket::new_unchecked(&mut out[..]), IP[0], IP[1]);
+    *b = out;
 }
 
-/// Applies an edit to an SCTP packet (chunk bytes after the common header keep the
-/// verification tag); `fix` recomputes the CRC32c.
+/// Applies an edit to an SCTP packet. Some edits change raw bytes of the chunk area (which
+/// keeps the verification tag); others append a chunk built by the SCTP emitters with
+/// fields relative to the template's own TSNs (DATA, SACK with gap blocks and duplicate
+/// TSNs, FORWARD-TSN, SHUTDOWN, HEARTBEAT, ABORT, ERROR, COOKIE-ECHO, INIT, 0x96), so
+/// the association's logic sees plausible chunks. `fix` recomputes the CRC32c.
 fn patch_sctp(b: &mut Vec<u8>, sel: u8, v: &[u8], fix: bool) {
+    use wirelab_sctp::wire::{Chunk, ChunkRepr, DataRepr, GapBlock, InitRepr, List, SackRepr, Tsn};
     if fix {
         if b.len() >= 12 {
             SctpPacket::new_unchecked(&mut b[..]).fill_checksum();
@@ -271,27 +303,40 @@ fn patch_sctp(b: &mut Vec<u8>, sel: u8, v: &[u8], fix: bool) {
         return;
     }
     let x = |n: usize| v.iter().take(n).fold(0u32, |a, &c| a << 8 | c as u32);
+    let small = (x(2) as u16 as i16) as i32;
+    // a TSN of this direction's space from the template (DATA) or the ACK of the other
+    let base = SctpPacket::new_checked(&b[..])
+        .ok()
+        .and_then(|p| {
+            p.chunks().flatten().find_map(|c| match ChunkRepr::parse(&c) {
+                Ok(ChunkRepr::Data(d)) => Some(d.tsn.0),
+                Ok(ChunkRepr::Sack(s)) => Some(s.cum_tsn.0),
+                _ => None,
+            })
+        })
+        .unwrap_or(0);
+    let tsn = |d: i32| Tsn(base.wrapping_add(d as u32));
     let at = 12 + x(1) as usize * 4 % b.len().saturating_sub(11).max(1);
-    match sel % 8 {
+    let append = |b: &mut Vec<u8>, r: ChunkRepr| {
+        let mut c = vec![0u8; r.buffer_len()];
+        r.emit(&mut Chunk::new_unchecked(&mut c[..]));
+        b.extend_from_slice(&c);
+    };
+    let drop_chunks = |b: &mut Vec<u8>| b.truncate(12);
+    match sel % 16 {
         0 | 1 => {
-            // overwrite 32 bits at a 4-aligned offset of the chunk area (TSNs, lengths,
-            // cum TSN acks, gap blocks, a_rwnd, stream ids)
+            // overwrite or nudge 32 bits at a 4-aligned offset of the chunk area
             if b.len() >= at + 4 {
                 let w = u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
-                let n = if sel & 0x10 != 0 { w.wrapping_add((x(4) as i32 >> 20) as u32) } else { x(4) };
+                let n = if sel & 1 != 0 { w.wrapping_add(small as u32) } else { x(4) };
                 b[at..at + 4].copy_from_slice(&n.to_be_bytes());
             }
         }
-        2 => {
-            // a chunk type or flags byte
-            if b.len() > 13 {
-                b[12 + (sel as usize >> 4) % 2] = v.first().copied().unwrap_or(0);
-            }
-        }
+        2 if b.len() > 13 => b[12 + (sel as usize >> 4) % 2] = v.first().copied().unwrap_or(0),
         3 => b.truncate(12 + x(2) as usize % b.len().max(1)),
-        4 => b.extend_from_slice(v), // trailing garbage / a partial chunk
+        4 => b.extend_from_slice(v),
         5 => {
-            // append a chunk of any type with a consistent length
+            // a chunk of any type with a consistent length
             let kind = v.first().copied().unwrap_or(0);
             let body = &v[1.min(v.len())..];
             let len = 4 + body.len();
@@ -302,21 +347,41 @@ fn patch_sctp(b: &mut Vec<u8>, sel: u8, v: &[u8], fix: bool) {
             }
         }
         6 => {
-            // duplicate the first chunk (bundling of the same chunk twice)
-            if b.len() >= 16 {
-                let l = (u16::from_be_bytes([b[14], b[15]]) as usize + 3) & !3;
-                if l >= 4 && 12 + l <= b.len() {
-                    let c = b[12..12 + l].to_vec();
-                    b.extend_from_slice(&c);
-                }
+            let gaps: Vec<GapBlock> = v.chunks(2).skip(1).take(6).map(|g| GapBlock { start: 1 + g[0] as u16 % 16, end: 1 + g[0] as u16 % 16 + *g.get(1).unwrap_or(&0) as u16 % 8 }).collect();
+            let dups = [tsn(small), tsn(-1)];
+            let nd = v.first().copied().unwrap_or(0) as usize % 3;
+            if sel & 0x10 != 0 {
+                drop_chunks(b);
+            }
+            append(b, ChunkRepr::Sack(SackRepr { cum_tsn: tsn(small), a_rwnd: x(4), gaps: List::Items(&gaps), dups: List::Items(&dups[..nd]) }));
+        }
+        7 => {
+            let payload = vec![0x33u8; 1 + x(2) as usize % 1400];
+            if sel & 0x10 != 0 {
+                drop_chunks(b);
+            }
+            let flags = v.first().copied().unwrap_or(3) & 0x0f;
+            append(b, ChunkRepr::Data(DataRepr { flags, tsn: tsn(small), stream: v.get(2).copied().unwrap_or(0) as u16 % 4, ssn: v.get(3).copied().unwrap_or(0) as u16, ppid: 0, payload: &payload }));
+        }
+        8 => append(b, ChunkRepr::ForwardTsn { new_cum_tsn: tsn(small), streams: &v[..v.len() / 4 * 4] }),
+        9 => append(b, ChunkRepr::Shutdown { cum_tsn: tsn(small) }),
+        10 => {
+            let info = [0u8, 1, 0, 8, 1, 2, 3, 4];
+            if sel & 0x10 != 0 {
+                append(b, ChunkRepr::HeartbeatAck { info: &info })
+            } else {
+                append(b, ChunkRepr::Heartbeat { info: &info })
             }
         }
-        _ => {
-            // the verification tag
-            if b.len() >= 8 {
-                b[4..8].copy_from_slice(&x(4).to_be_bytes());
-            }
+        11 => append(b, ChunkRepr::Abort { t_bit: sel & 0x10 != 0, causes: &v[..v.len() / 4 * 4] }),
+        12 => append(b, ChunkRepr::Error { causes: &[0, 1, 0, 8, 0, 9, 0, 0] }),
+        13 => append(b, ChunkRepr::CookieEcho { cookie: v }),
+        14 => {
+            let init = InitRepr { init_tag: x(4) | 1, a_rwnd: 65536, os: 10, mis: 10, initial_tsn: tsn(small), params: &[] };
+            drop_chunks(b);
+            append(b, if sel & 0x10 != 0 { ChunkRepr::InitAck(init) } else { ChunkRepr::Init(init) });
         }
+        _ => append(b, ChunkRepr::SndbufAdv { flags: v.first().copied().unwrap_or(0), value: (sel & 0x10 != 0).then(|| x(4)) }),
     }
 }
 
@@ -620,9 +685,11 @@ fn shim_pair() -> Pair<ShimHost> {
 fn patch_any(b: &mut Vec<u8>, sel: u8, v: &[u8], fix: bool) {
     // SCTP packets of this harness carry port 5001 in either port field and a non-zero
     // vtag after the handshake; TCP's data offset byte (12) has a header length >= 5.
-    // Telling them apart by content would be guesswork: the selector's top bit decides,
-    // and the checksum fix runs for both (the wrong one is just another corruption).
-    if sel & 0x80 != 0 {
+    // The template's protocol is not passed in: SCTP packets of this harness start with
+    // port 5001 or 40000+ on both sides like TCP's, but their byte 12 is a chunk type
+    // (< 0x40 here) where TCP has a data offset (>= 0x50).
+    let sctp = b.len() >= 16 && b[12] < 0x40;
+    if sctp {
         patch_sctp(b, sel, v, fix)
     } else {
         patch_tcp(b, sel, v, fix)
