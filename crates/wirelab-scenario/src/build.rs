@@ -108,7 +108,7 @@ impl Scenario {
             } else if let Some(f) = &n.shim_fallback {
                 return Err(self.error_at(span(f), "`shim_fallback` needs `shim` rules on the same node"));
             }
-            let fwd = n.sysctl.get("net.ipv4.ip_forward").map(|v| matches!(v.get_ref(), toml::Value::Integer(1)) || v.get_ref().as_str() == Some("1"));
+            let fwd = crate::validate::ip_forward(self, n)?;
             let id = sim.add_node(n.name.get_ref(), fwd.unwrap_or(router));
             sim.set_stack_config(id, stack);
         }
