@@ -760,6 +760,7 @@ impl Sim {
     }
 
     fn new_pkt(&mut self, data: Vec<u8>) -> Pkt {
+        self.rec.packet_bytes_hash(&data);
         let mut p = Pkt::new(data);
         p.meta.id = self.next_pkt_id;
         p.meta.created = self.now;
