@@ -63,7 +63,7 @@ mod endpoint;
 mod types;
 pub mod wire;
 
-pub use config::{Autotune, BacklogDef, ConfigError, SctpConfig, SndbufAdv, TruesizeModel};
+pub use config::{Autotune, BacklogDef, ConfigError, RttFallback, SctpConfig, SndbufAdv, TruesizeModel};
 pub use endpoint::SctpEndpoint;
 pub use types::*;
 

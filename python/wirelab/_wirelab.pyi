@@ -1,0 +1,34 @@
+"""Type stub of the compiled extension ``wirelab._wirelab`` (crates/wirelab-py/src/lib.rs).
+
+The public API is in ``wirelab`` (``run``, ``validate``, ``Result``); these are the
+low-level entry points it wraps."""
+from typing import Callable, Optional, Sequence
+
+__version__: str
+
+class WirelabError(Exception):
+    """Base class of wirelab errors."""
+
+class ScenarioError(ValueError):
+    """A scenario is invalid; the message reads ``FILE:LINE:COL: key `KEY`: MESSAGE``
+    (``wirelab.exceptions.translate`` turns it into ``wirelab.ScenarioError`` with the
+    parts as attributes)."""
+
+def run(
+    path: str,
+    out: str,
+    seed: Optional[int] = None,
+    overrides: Sequence[str] = ...,
+    text: Optional[str] = None,
+    progress: Optional[Callable[[float, float], object]] = None,
+) -> str:
+    """Runs the scenario file ``path`` (or the TOML ``text``, named ``path`` in errors) into
+    the directory ``out``; returns the path of ``summary.json``. ``overrides`` are
+    ``KEY=VALUE`` strings as ``wirelab run --set``; ``progress(simulated_s, total_s)`` is
+    called about 200 times. Raises ``ScenarioError`` or ``OSError``."""
+
+def validate(path: str, overrides: Sequence[str] = ..., text: Optional[str] = None) -> None:
+    """Parses and builds the scenario without running it; raises ``ScenarioError``."""
+
+def cli_main(argv: Sequence[str]) -> int:
+    """The Rust command line (``argv[0]`` is the program name); returns the exit code."""
