@@ -1,6 +1,8 @@
 //! The `wirelab` command line: a thin layer over `wirelab-scenario` and `wirelab-sim`.
 //!
-//! Exit codes: 0 success, 1 runtime failure (I/O), 2 bad input (scenario or arguments).
+//! Exit codes: 0 success, 1 runtime failure (I/O), 2 bad input (scenario or arguments),
+//! 3 a resource limit was hit (`--max-memory`, `--max-capture`, `--max-events`,
+//! `--min-disk-free`; see [`limits`]): the results up to that point are written.
 use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,7 +12,10 @@ use wirelab_scenario::{BuildOptions, Scenario};
 use wirelab_sim::RunResults;
 
 mod bench;
+pub mod limits;
 pub mod output;
+
+pub use limits::Limits;
 
 /// wirelab: a deterministic, wire-accurate packet-level lab for TCP and SCTP research.
 #[derive(Parser, Debug)]
@@ -41,6 +46,21 @@ enum Cmd {
         /// Print nothing but errors.
         #[arg(long, short)]
         quiet: bool,
+        /// Stop (exit 3, partial results written) when the process's resident memory
+        /// reaches this (tc size units, e.g. 8GB; `none`). Default: half of the memory
+        /// available at the start.
+        #[arg(long, value_name = "SIZE")]
+        max_memory: Option<String>,
+        /// Stop when the capture files reach this size in total (default 4GB; `none`).
+        #[arg(long, value_name = "SIZE")]
+        max_capture: Option<String>,
+        /// Stop after this many simulator events (default: no limit).
+        #[arg(long, value_name = "N")]
+        max_events: Option<u64>,
+        /// Stop when free space on --out's filesystem falls below this while capturing
+        /// (default 1GB).
+        #[arg(long, value_name = "SIZE")]
+        min_disk_free: Option<String>,
     },
     /// Check a scenario without running it.
     Validate {
@@ -90,7 +110,15 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         }
     };
     match cli.cmd {
-        Cmd::Run { scenario, out, seed, set, progress, quiet } => run_cmd(&scenario, &out, seed, &set, progress, quiet),
+        Cmd::Run { scenario, out, seed, set, progress, quiet, max_memory, max_capture, max_events, min_disk_free } => {
+            match Limits::default().with_flags(max_memory.as_deref(), max_capture.as_deref(), max_events, min_disk_free.as_deref()) {
+                Ok(l) => run_cmd(&scenario, &out, seed, &set, progress, quiet, &l),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    2
+                }
+            }
+        }
         Cmd::Validate { scenario, set } => match Scenario::load(&scenario, &set).and_then(|s| s.build(&BuildOptions::default()).map(|_| s)) {
             Ok(s) => {
                 println!("{}: ok ({} nodes, {} links, {} apps)", scenario.display(), s.doc.nodes.len(), s.doc.links.len(), s.doc.apps.len());
@@ -137,11 +165,21 @@ pub fn run_scenario(scenario: &Path, out: &Path, seed: Option<u64>, set: &[Strin
     run_loaded(&sc, out, seed, &mut progress)
 }
 
-/// Runs an already parsed scenario.
+/// Runs an already parsed scenario with the default [`Limits`].
 pub fn run_loaded(sc: &Scenario, out: &Path, seed: Option<u64>, progress: &mut dyn FnMut(f64, f64)) -> Result<RunOutcome, (i32, String)> {
+    run_loaded_with(sc, out, seed, &Limits::default(), progress)
+}
+
+/// Runs an already parsed scenario under `limits`. A limit hit before the run is
+/// `Err((3, message))` with nothing run; during the run, the run stops, every output file
+/// is written for the part that ran (summary.json says `stopped_by_limit`), and the result
+/// is `Err((3, message))`.
+pub fn run_loaded_with(sc: &Scenario, out: &Path, seed: Option<u64>, limits: &Limits, progress: &mut dyn FnMut(f64, f64)) -> Result<RunOutcome, (i32, String)> {
     std::fs::create_dir_all(out).map_err(|e| (1, format!("error: cannot create {}: {e}", out.display())))?;
+    limits::preflight(sc, out, limits).map_err(|e| (limits::EXIT_LIMIT, format!("error: resource limit: {e}")))?;
     let built = sc.build(&BuildOptions { seed, out_dir: Some(out.to_path_buf()) }).map_err(|e| (2, format!("error: {e}")))?;
     let mut sim = built.sim;
+    sim.set_watch(limits::WATCH_EVERY, limits::watch(limits.clone(), built.captures.clone(), out.to_path_buf()));
     let total = built.duration.as_secs_f64();
     let wall = WallInstant::now();
     let every = Duration::from_nanos((built.duration.as_nanos() / 200).max(1));
@@ -149,10 +187,16 @@ pub fn run_loaded(sc: &Scenario, out: &Path, seed: Option<u64>, progress: &mut d
     let wall_seconds = wall.elapsed().as_secs_f64();
     let results = sim.finish().map_err(|e| (1, format!("error: writing captures: {e}")))?;
     output::write_all(out, sc, &results, wall_seconds, &built.captures).map_err(|e| (1, format!("error: writing results: {e}")))?;
+    if let Some(why) = &results.stopped_by_limit {
+        return Err((
+            limits::EXIT_LIMIT,
+            format!("error: resource limit: {why}; the run stopped there and the results of its first {:.6} of {total} s are written to {}", results.sim_seconds, out.display()),
+        ));
+    }
     Ok(RunOutcome { results, wall_seconds })
 }
 
-fn run_cmd(scenario: &Path, out: &Path, seed: Option<u64>, set: &[String], force_progress: bool, quiet: bool) -> i32 {
+fn run_cmd(scenario: &Path, out: &Path, seed: Option<u64>, set: &[String], force_progress: bool, quiet: bool, limits: &Limits) -> i32 {
     use std::io::IsTerminal;
     let show = !quiet && (force_progress || std::io::stderr().is_terminal());
     let bar = if show {
@@ -164,11 +208,17 @@ fn run_cmd(scenario: &Path, out: &Path, seed: Option<u64>, set: &[String], force
     } else {
         None
     };
-    let r = run_scenario(scenario, out, seed, set, |t, total| {
-        if let Some(b) = &bar {
-            b.set_position(((t / total) * 1000.0) as u64);
-            b.set_message(format!("{t:.1}/{total:.1} s simulated"));
-        }
+    let size = std::fs::metadata(scenario).map(|m| m.len()).unwrap_or(0);
+    let r = limits::check_text_size(&scenario.display().to_string(), size, limits)
+        .map_err(|e| (limits::EXIT_LIMIT, format!("error: resource limit: {e}")))
+        .and_then(|()| Scenario::load(scenario, set).map_err(|e| (2, format!("error: {e}"))))
+        .and_then(|sc| {
+        run_loaded_with(&sc, out, seed, limits, &mut |t, total| {
+            if let Some(b) = &bar {
+                b.set_position(((t / total) * 1000.0) as u64);
+                b.set_message(format!("{t:.1}/{total:.1} s simulated"));
+            }
+        })
     });
     if let Some(b) = &bar {
         b.finish_and_clear();

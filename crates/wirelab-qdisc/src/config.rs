@@ -464,7 +464,7 @@ fn parse_cbq_class_opts(a: &mut Args) -> R<CbqClassOpts> {
     let w = "cbq class";
     let mut o_ = CbqClassOpts::default();
     let u32v = |a: &mut Args, o: &str| -> R<u32> { u32_opt(w, o, a.val(w, o)?) };
-    let sz = |a: &mut Args, o: &str| -> R<u32> { Ok(size_u32_opt(w, o, a.val(w, o)?)?) };
+    let sz = |a: &mut Args, o: &str| -> R<u32> { size_u32_opt(w, o, a.val(w, o)?) };
     while let Some(o) = a.next() {
         match o {
             "rate" => o_.rate = Some(rate_opt(w, o, a.val(w, o)?)?),

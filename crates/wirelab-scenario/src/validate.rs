@@ -111,9 +111,11 @@ fn unique_addresses(sc: &Scenario, ifaces: &[Iface]) -> Result<(), ScenarioError
             if prev.node != i.node {
                 let name = |n: usize| sc.doc.nodes[n].name.get_ref().as_str();
                 let auto = |x: &Iface| if x.ep.addr.is_none() { ", automatic address" } else { "" };
+                // 10.128+L/256 wraps past 10.255 (`as u8` in the builder) after 32768 links
+                let hint = if i.ep.addr.is_none() && prev.ep.addr.is_none() { " (automatic addresses repeat after 32768 links: give these links an `addr`)" } else { "" };
                 return Err(sc.error_at(
                     ep_span(i.ep),
-                    format!("address {} (`{}` {}{}) is already on node `{}` ({}{}); one address cannot be on two nodes", i.addr.addr, name(i.node), i.name, auto(i), name(prev.node), prev.name, auto(prev)),
+                    format!("address {} (`{}` {}{}) is already on node `{}` ({}{}); one address cannot be on two nodes{hint}", i.addr.addr, name(i.node), i.name, auto(i), name(prev.node), prev.name, auto(prev)),
                 ));
             }
         } else {

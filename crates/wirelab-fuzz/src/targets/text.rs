@@ -232,11 +232,20 @@ pub(super) fn analyze_class(data: &[u8]) {
 
 // ---- scenarios -----------------------------------------------------------------------------
 
-/// Parses, validates and builds (without output files). Building runs every semantic
-/// check (profiles, sysctls, tc, netem, addresses, routes, apps).
+/// Parses, validates and builds (without output files), then runs the simulation for at
+/// most ~8000 events (a resource-guard watch stops it): building runs every semantic check
+/// (profiles, sysctls, tc, netem, addresses, routes, apps), running drives the engines,
+/// qdiscs, links and apps the scenario configured.
 fn load_and_build(text: &str, sets: &[String]) {
     let Ok(sc) = Scenario::from_text("fuzz.toml", text, sets) else { return };
-    let _ = sc.build(&BuildOptions::default());
+    let Ok(b) = sc.build(&BuildOptions::default()) else { return };
+    let mut sim = b.sim;
+    sim.set_watch(1024, Box::new(|_, events| (events >= 8192).then(|| "fuzz budget".to_string())));
+    sim.run(Instant::ZERO + b.duration, Duration::ZERO, &mut |_| {});
+    let r = sim.finish().expect("no captures, nothing to flush");
+    if r.stopped_by_limit.is_some() {
+        assert_eq!(r.events, 8192, "the watch stops the run at the first check past its budget");
+    }
 }
 
 pub(super) fn scenario_seeds() -> Vec<Vec<u8>> {
