@@ -334,6 +334,12 @@ pub struct SctpPathSample {
     pub srtt_ms: f64,
     /// Error count.
     pub error_count: u32,
+    /// User bytes sent on the path, retransmissions included.
+    pub bytes_sent: u64,
+    /// User bytes acked while in flight on the path.
+    pub bytes_acked: u64,
+    /// DATA chunks retransmitted on the path.
+    pub retransmits: u64,
 }
 
 /// A receiver-side rate-control row (seed 003): one controlled TCP connection per sample,
@@ -457,6 +463,9 @@ impl Recorder {
                 rto_ms: p.rto_ms,
                 srtt_ms: p.srtt_ms,
                 error_count: p.error_count,
+                bytes_sent: p.bytes_sent,
+                bytes_acked: p.bytes_acked,
+                retransmits: p.retransmits,
             });
         }
     }

@@ -403,7 +403,7 @@ impl StackConfig {
         let sctp = self.sctp.get_or_insert_with(|| SctpConfig::profile("linux-6").expect("linux-6 profile"));
         if key.starts_with("net.ipv4.rate_") || key.starts_with("/proc/sys/net/ipv4/rate_") || wirelab_ratectl::SYSCTL_NAMES.contains(&key) {
             self.rate.get_or_insert_with(wirelab_ratectl::RateConfig::default).set_sysctl(key, value)
-        } else if key.starts_with("net.sctp.") {
+        } else if key.starts_with("net.sctp.") || key.starts_with("net.inet.sctp.") {
             sctp.set_sysctl(key, value).map_err(|e| e.to_string())
         } else if key.starts_with("net.core.") {
             let a = tcp.set_sysctl(key, value);
