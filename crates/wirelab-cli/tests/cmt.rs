@@ -59,7 +59,7 @@ fn cmt_capture_is_tshark_clean_with_dac_flags_and_data_on_both_paths() {
     }
     assert!(data_per_iface.iter().all(|&n| n > 500), "DATA on both paths: {data_per_iface:?}");
     // per-path counters in sctp_path_timeseries
-    let last: Vec<_> = (0..2).map(|k| r.sctp_path_series.iter().filter(|p| p.flow == "bulk" && p.path == k).next_back().unwrap()).collect();
+    let last: Vec<_> = (0..2).map(|k| r.sctp_path_series.iter().rfind(|p| p.flow == "bulk" && p.path == k).unwrap()).collect();
     assert!(last.iter().all(|p| p.bytes_sent > 500_000 && p.bytes_acked > 500_000), "{last:?}");
     let acked: u64 = last.iter().map(|p| p.bytes_acked).sum();
     assert!(acked <= 4_000_000 + 200_000, "per-path acked bytes add up to the transfer: {acked}");
