@@ -39,6 +39,8 @@ struct Sink {
     eof: bool,
     reading: bool,
     bad: Option<String>,
+    /// Echo every message back (a request/response server).
+    echo: bool,
 }
 
 struct Wire {
@@ -266,6 +268,9 @@ impl Net {
                         }
                         self.sink.got[st] += r.len as u64;
                         self.sink.total += r.len as u64;
+                        if self.sink.echo {
+                            let _ = self.h[1].send(now, s, r.stream, &buf[..r.len], false);
+                        }
                         if r.end_of_message {
                             self.sink.msgs += 1;
                         }

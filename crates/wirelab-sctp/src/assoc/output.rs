@@ -105,8 +105,12 @@ impl Assoc {
         if self.paths.is_empty() {
             return None;
         }
-        // choose the destination
-        let sack_due = self.rx.sack_now && !matches!(self.state, AssocState::CookieWait | AssocState::CookieEchoed | AssocState::Closed);
+        // choose the destination. With CMT a delayed SACK goes out as soon as anything is
+        // sent, to the path data came from, as FreeBSD's sctp_chunk_output() "piggy-backs"
+        // it; Linux bundles it only into DATA to that same path, which CMT's round robin
+        // rarely is (the peer's Nagle then waits out the delayed-ack timer).
+        let piggyback = self.sock.cmt.on() && cfg.bundle_sack && self.rx.sack_timer.is_some() && (self.rtx_ready_path().is_some() || self.new_data_path(cfg).is_some());
+        let sack_due = (self.rx.sack_now || piggyback) && !matches!(self.state, AssocState::CookieWait | AssocState::CookieEchoed | AssocState::Closed);
         let path = if let Some((p, _)) = self.ctrl.front() {
             *p as usize
         } else if sack_due {

@@ -246,3 +246,25 @@ fn cmt_runs_are_deterministic() {
     assert!(x.len() > 1000);
     assert!(x == y, "two runs of the same CMT setup differ");
 }
+
+#[test]
+fn cmt_piggybacks_a_delayed_sack_on_any_output_like_freebsd() {
+    // request/response over two paths: the client's next request goes to the other path
+    // (round robin), so Linux-style bundling (same path only) would leave the server's
+    // Nagle waiting for the client's 200 ms delayed SACK; FreeBSD sends the SACK with it
+    let (mut n, s) = cmt_pair(&[CMT], [35, 35], [1_500_000, 1_500_000]);
+    n.sink.echo = true;
+    let t0 = n.now;
+    for _ in 0..4 {
+        n.h[0].send(n.now, s, 0, &[1u8; 512], false).unwrap();
+        // until the response is there to read
+        assert!(n.run_until(n.now + Duration::from_secs(2), |n| n.info(s).rcvbuf_used > 0));
+        let mut b = [0u8; 600];
+        assert_eq!(n.h[0].recv(n.now, s, &mut b).unwrap().unwrap().len, 512);
+    }
+    let per_exchange = (n.now - t0).as_secs_f64() / 4.0;
+    // one RTT (≈ 71 ms) per exchange, not RTT + the delayed-ack timeout
+    assert!(per_exchange < 0.1, "{per_exchange} s per request/response");
+    let paths: std::collections::BTreeSet<Ipv4Addr> = n.cap.iter().filter(|c| c.1 == 0).map(|c| c.3).collect();
+    assert_eq!(paths.len(), 2, "requests went over both paths");
+}
