@@ -301,6 +301,14 @@ pub struct SctpSample {
     pub bytes_delivered: u64,
     /// Bytes cumulatively acked.
     pub bytes_acked: u64,
+    /// Fast retransmit events.
+    pub fast_retransmits: u64,
+    /// T3-rtx timeouts.
+    pub t3_expiries: u64,
+    /// Duplicate TSNs received (spurious retransmissions reaching this end).
+    pub dup_tsns: u64,
+    /// SACKs sent.
+    pub sacks_sent: u64,
 }
 
 /// An SCTP path time-series row.
@@ -446,6 +454,10 @@ impl Recorder {
             retransmits: i.stats.retransmits,
             bytes_delivered: i.stats.bytes_delivered,
             bytes_acked: i.stats.bytes_acked,
+            fast_retransmits: i.stats.fast_retransmits,
+            t3_expiries: i.stats.t3_expiries,
+            dup_tsns: i.stats.dup_tsns,
+            sacks_sent: i.stats.sacks_sent,
         });
         for (k, p) in i.paths.iter().enumerate() {
             self.path_series.push(SctpPathSample {
