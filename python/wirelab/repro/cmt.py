@@ -58,7 +58,7 @@ def _load(path: Path) -> dict:
 
 
 def two_paths(rbuf: int, cmt: dict | None = None, mode: str = "cmt", loss2: float = 0.0,
-              duration: str = "30s", events: list | None = None) -> dict:
+              duration: str = "30s", events: list | None = None, loss1: float = 0.0) -> dict:
     """The two-path scenario as a dict. ``mode``: ``cmt`` (one association over both
     paths, CMT by ``cmt`` sysctls), ``p1``/``p2`` (one single-homed association on that
     path) or ``stripe`` (one single-homed association per path at once: AppStripe)."""
@@ -71,6 +71,8 @@ def two_paths(rbuf: int, cmt: dict | None = None, mode: str = "cmt", loss2: floa
     for link in sc["link"]:
         if link["name"] == "p2b" and loss2:
             link["netem"] = f"rate 5mbit delay 60ms loss {loss2:g}%"
+        if link["name"] == "p1b" and loss1:
+            link["netem"] = f"rate 10mbit delay 20ms loss {loss1:g}%"
     apps = {a["name"]: a for a in sc["app"]}
     apps["sink"]["rcvbuf"] = str(rbuf)
     bulk = apps["bulk"]
@@ -162,42 +164,52 @@ def run_all(jobs: list[tuple], n_jobs: int) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------
 
 RBUFS = [32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20]
+# random loss (%) on (path 1, path 2), each direction
+LOSSES = [(0.0, 0.0), (0.0, 1.0), (1.0, 1.0)]
+
+
+def loss_label(l1: float, l2: float) -> str:
+    return f"loss p1 {l1:g} % / p2 {l2:g} %"
+
+
+def _label(part: str, config: str, rbuf: int, l1: float, l2: float) -> dict:
+    return {"part": part, "config": config, "rbuf": rbuf, "loss": loss_label(l1, l2)}
 
 
 def part_goodput(seeds: list[int]) -> list[tuple]:
     jobs = []
-    for rbuf, loss2 in itertools.product(RBUFS, [0.0, 1.0]):
+    for rbuf, (l1, l2) in itertools.product(RBUFS, LOSSES):
         for mode, cmt in [("p1", None), ("p2", None), ("stripe", None), ("cmt", VARIANTS["cmt, no DAC (FreeBSD default)"]), ("cmt", FULL)]:
             name = {"p1": "single path 1", "p2": "single path 2", "stripe": "AppStripe (p1+p2)"}.get(mode, "cmt+dac" if cmt is FULL else "cmt")
-            for s in (seeds if loss2 else seeds[:1]):
-                jobs.append(({"part": "goodput", "config": name, "rbuf": rbuf, "loss2": loss2}, two_paths(rbuf, cmt, mode, loss2), s, None))
+            for s in seeds:
+                jobs.append((_label("goodput", name, rbuf, l1, l2), two_paths(rbuf, cmt, mode, l2, loss1=l1), s, None))
     return jobs
 
 
 def part_ablation(seeds: list[int]) -> list[tuple]:
     jobs = []
-    for rbuf, loss2 in itertools.product([128 << 10, 2 << 20], [0.0, 1.0]):
+    for rbuf, (l1, l2) in itertools.product([128 << 10, 2 << 20], LOSSES):
         for name, cmt in VARIANTS.items():
-            for s in (seeds if loss2 else seeds[:1]):
-                jobs.append(({"part": "ablation", "config": name, "rbuf": rbuf, "loss2": loss2}, two_paths(rbuf, cmt, "cmt", loss2), s, None))
+            for s in seeds:
+                jobs.append((_label("ablation", name, rbuf, l1, l2), two_paths(rbuf, cmt, "cmt", l2, loss1=l1), s, None))
     return jobs
 
 
 def part_rtx(seeds: list[int]) -> list[tuple]:
     jobs = []
-    for rbuf, loss2, pol in itertools.product([32 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20], [1.0, 3.0], ["same", "asap", "cwnd", "ssthresh"]):
+    for rbuf, (l1, l2), pol in itertools.product([32 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20], [(0.0, 1.0), (0.0, 3.0), (1.0, 1.0)], ["same", "asap", "cwnd", "ssthresh"]):
         cmt = {**FULL, "net.inet.sctp.cmt_rtx_policy": pol}
         for s in seeds:
-            jobs.append(({"part": "rtx", "config": f"RTX-{pol.upper()}", "rbuf": rbuf, "loss2": loss2}, two_paths(rbuf, cmt, "cmt", loss2), s, None))
+            jobs.append((_label("rtx", f"RTX-{pol.upper()}", rbuf, l1, l2), two_paths(rbuf, cmt, "cmt", l2, loss1=l1), s, None))
     return jobs
 
 
 def part_rp(seeds: list[int]) -> list[tuple]:
     jobs = []
-    for v, loss2 in itertools.product([1, 2, 3, 4], [0.0, 1.0]):
+    for v, (l1, l2) in itertools.product([1, 2, 3, 4], LOSSES):
         cmt = {**FULL, "net.inet.sctp.cmt_on_off": v}
-        for s in (seeds if loss2 else seeds[:1]):
-            jobs.append(({"part": "rp", "config": f"cmt_on_off={v}", "rbuf": 2 << 20, "loss2": loss2}, two_paths(2 << 20, cmt, "cmt", loss2), s, None))
+        for s in seeds:
+            jobs.append((_label("rp", f"cmt_on_off={v}", 2 << 20, l1, l2), two_paths(2 << 20, cmt, "cmt", l2, loss1=l1), s, None))
     return jobs
 
 
@@ -207,8 +219,8 @@ FAILOVER_EVENTS = [{"at": "10s", "link": "p1b", "action": "down"}, {"at": "40s",
 def part_failover(out: Path) -> list[tuple]:
     jobs = []
     for name, cmt in [("single-path SCTP (linux-6 PF)", None), ("cmt+dac", FULL)]:
-        sc = two_paths(2 << 20, cmt, "cmt", 0.0, duration="60s", events=FAILOVER_EVENTS)
-        jobs.append(({"part": "failover", "config": name, "rbuf": 2 << 20, "loss2": 0.0}, sc, 1, str(out / "failover" / name.split()[0].replace("-", ""))))
+        sc = two_paths(2 << 20, cmt, "cmt", 0.0, duration="100s", events=FAILOVER_EVENTS)
+        jobs.append((_label("failover", name, 2 << 20, 0.0, 0.0), sc, 1, str(out / "failover" / name.split()[0].replace("-", ""))))
     return jobs
 
 
@@ -257,8 +269,8 @@ def _kb(b: int) -> str:
 def table(df: pd.DataFrame, value: str, fmt: str = "{:.2f}") -> str:
     """Mean (± half-range over seeds) of ``value`` per config × rbuf, per loss."""
     out = []
-    for loss2, g in df.groupby("loss2"):
-        out.append(f"\npath 2 loss {loss2:g} %: {value} (mean over {g['seed'].nunique()} seed(s); ± half the range)\n")
+    for loss, g in df.groupby("loss", sort=False):
+        out.append(f"\n{loss}: {value} (mean over {g['seed'].nunique()} seed(s); ± half the range)\n")
         rb = sorted(g["rbuf"].unique())
         out.append("| config | " + " | ".join(f"rbuf {_kb(r)}" for r in rb) + " |")
         out.append("|---|" + "---:|" * len(rb))
@@ -283,17 +295,18 @@ def plot_goodput(df: pd.DataFrame, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
-    for ax, (loss2, g) in zip(axes, df.groupby("loss2")):
+    groups = list(df.groupby("loss", sort=False))
+    fig, axes = plt.subplots(1, len(groups), figsize=(5 * len(groups), 3.6), sharey=True)
+    for ax, (loss, g) in zip(axes, groups):
         for cfg, h in g.groupby("config", sort=False):
             m = h.groupby("rbuf")["goodput_mbit"].mean()
             ax.plot([r / 1024 for r in m.index], m.values, marker="o", label=cfg)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("SO_RCVBUF (KiB) = initial rwnd")
-        ax.set_title(f"path 2 loss {loss2:g} %")
+        ax.set_title(loss)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("goodput 5–30 s (Mbit/s)")
-    axes[1].legend(fontsize=7)
+    axes[-1].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -319,15 +332,23 @@ def plot_failover(out: Path, path: Path) -> pd.DataFrame:
             axes[1].plot(rate.index, rate.values, label=f"{d.name}: path {p + 1} sent")
         # recovery: first second after the failure with ≥ 80 % of the pre-failure rate
         pre = per_s[(per_s.index > 5) & (per_s.index <= 10)].mean()
-        during = per_s[(per_s.index > 11) & (per_s.index <= 40)].mean()
-        after = per_s[(per_s.index > 45)].mean()
-        back = per_s[(per_s.index > 10) & (per_s.values >= 0.5 * during)].index.min()
-        rows.append({"config": d.name, "before_mbit": pre, "during_mbit": during, "after_mbit": after, "resumed_at_s": back})
+        during = per_s[(per_s.index > 12) & (per_s.index <= 40)].mean()
+        after = per_s[(per_s.index > 90)].mean()
+        stall = per_s[(per_s.index > 10) & (per_s.index <= 15)]
+        back = stall[stall.values >= 0.5 * during].index.min()
+        # path 1 in use again: first second after 40 s in which it sent data
+        p1 = ps[(ps["flow"] == "bulk") & (ps["path"] == 0)].set_index("time_s")["bytes_sent"]
+        p1s = p1.groupby(p1.index.astype(int)).last().diff().fillna(0)
+        reused = p1s[(p1s.index > 40) & (p1s.values > 0)].index.min()
+        rows.append({"config": d.name, "before_mbit": pre, "during_mbit": during, "after_mbit": after,
+                     "resumed_at_s": back, "path1_used_again_at_s": reused})
     axes[0].axvspan(10, 40, color="grey", alpha=0.15)
     axes[1].axvspan(10, 40, color="grey", alpha=0.15)
     axes[0].set_ylabel("delivered (Mbit/s)")
     axes[1].set_ylabel("sent per path (Mbit/s)")
     axes[1].set_xlabel("time (s); path 1 down 10–40 s")
+    for ax in axes:
+        ax.set_xlim(0, 100)
     axes[0].legend(fontsize=7)
     axes[1].legend(fontsize=6, ncol=2)
     fig.tight_layout()
@@ -358,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, type=Path, help="output directory (nothing is written elsewhere)")
     ap.add_argument("--only", default="goodput,ablation,rtx,rp,failover,scp")
-    ap.add_argument("--seeds", type=int, default=3, help="seeds for the lossy cells (lossless cells are deterministic: 1)")
+    ap.add_argument("--seeds", type=int, default=3, help="seeds per cell")
     ap.add_argument("--scp-seeds", type=int, default=10)
     ap.add_argument("--jobs", type=int, default=1)
     args = ap.parse_args(argv)
