@@ -12,6 +12,7 @@
 //!
 //! Time never goes backwards. No engine reads a clock, sleeps, or draws randomness other
 //! than from an [`crate::Rng`] handed to it.
+use crate::time::Instant;
 use std::net::Ipv4Addr;
 
 /// Bytes an engine must leave at the front of a transmit buffer for the IPv4 header.
@@ -21,6 +22,10 @@ pub const HEADROOM: usize = 20;
 /// What an engine wants sent. The transport bytes (header, with its checksum computed over
 /// the pseudo-header of `src`/`dst`, and payload) are in the caller's buffer after
 /// [`HEADROOM`] reserved bytes.
+///
+/// The last three fields are scheduling metadata the driver copies into the packet's
+/// [`crate::PktMeta`] (`sk`, `txtime`, `pacing_rate`) for qdiscs such as `fq`; an engine
+/// that does not pace leaves them at their defaults (`..Transmit::default()`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Transmit {
     /// Source address (an engine with several local addresses picks one per path).
@@ -33,6 +38,29 @@ pub struct Transmit {
     pub tos: u8,
     /// Don't-fragment bit (Linux sets DF on TCP/SCTP when PMTU discovery is on).
     pub dont_frag: bool,
+    /// The sending socket as an opaque non-zero key (`skb->sk`), or 0: the driver then
+    /// derives one from the 5-tuple, so every connection is one `fq` flow.
+    pub sk: u64,
+    /// Earliest departure time (`skb->tstamp`, EDT), [`Instant::ZERO`] for none.
+    pub txtime: Instant,
+    /// `sk->sk_pacing_rate` in bytes/s, `u64::MAX` for none (`~0UL`).
+    pub pacing_rate: u64,
+}
+
+impl Default for Transmit {
+    /// Unspecified addresses, protocol 0, no scheduling metadata.
+    fn default() -> Self {
+        Transmit {
+            src: Ipv4Addr::UNSPECIFIED,
+            dst: Ipv4Addr::UNSPECIFIED,
+            proto: 0,
+            tos: 0,
+            dont_frag: false,
+            sk: 0,
+            txtime: Instant::ZERO,
+            pacing_rate: u64::MAX,
+        }
+    }
 }
 
 /// Application-visible events, as `poll`/`epoll` would report them.
@@ -54,4 +82,55 @@ pub enum SockEvent {
     Reset,
     /// The active open failed (RST/ABORT/ICMP unreachable/timeout).
     ConnectFailed,
+}
+
+/// A datagram handed to an engine: the IPv4 header's fields the transports read, and the
+/// transport bytes (the IPv4 payload).
+#[derive(Clone, Copy, Debug)]
+pub struct Datagram<'a> {
+    /// Source address.
+    pub src: Ipv4Addr,
+    /// Destination address (one of the host's).
+    pub dst: Ipv4Addr,
+    /// IP protocol number.
+    pub proto: u8,
+    /// The IPv4 TOS byte (ECN bits included).
+    pub tos: u8,
+    /// Transport header and payload.
+    pub payload: &'a [u8],
+    /// Verify the transport checksum. With checksum offload (Linux's
+    /// `CHECKSUM_UNNECESSARY`) a driver vouches for intact packets and asks only for those
+    /// a link corrupted.
+    pub verify: bool,
+}
+
+/// A socket as a driver sees it: the engine family and the engine's own socket number.
+/// `Stream` sockets have TCP semantics (TCP's, or the TCP-to-SCTP shim's); `Sctp` sockets
+/// are native one-to-one SCTP sockets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SocketRef {
+    /// A stream (TCP-semantics) socket.
+    Stream(u32),
+    /// A native SCTP socket.
+    Sctp(u32),
+}
+
+/// A sans-IO transport engine, as every driver (the simulator, a live TUN driver) runs it.
+///
+/// The call order is the module's: one input (`handle_packet`, `handle_timeout` or an
+/// application call on the engine's own socket API), then `poll_transmit` until `None`,
+/// `poll_event` until `None`, and `poll_timeout` for the next wake-up. TCP, SCTP and the
+/// TCP-to-SCTP shim implement it (quinn-proto's and smoltcp's poll style); socket calls
+/// stay on each engine's own type, since their signatures differ by protocol.
+pub trait Engine {
+    /// A datagram addressed to this host.
+    fn handle_packet(&mut self, now: crate::Instant, dgram: Datagram<'_>);
+    /// Runs the timers due at `now` (`poll_timeout() <= now`).
+    fn handle_timeout(&mut self, now: crate::Instant);
+    /// Writes the next segment after [`HEADROOM`] bytes of `buf` and says where it goes.
+    fn poll_transmit(&mut self, now: crate::Instant, buf: &mut Vec<u8>) -> Option<Transmit>;
+    /// When `handle_timeout` next has work.
+    fn poll_timeout(&self) -> Option<crate::Instant>;
+    /// The next application event.
+    fn poll_event(&mut self) -> Option<(SocketRef, SockEvent)>;
 }

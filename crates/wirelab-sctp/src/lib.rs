@@ -60,6 +60,7 @@
 mod assoc;
 pub mod config;
 mod endpoint;
+mod engine;
 mod types;
 pub mod wire;
 

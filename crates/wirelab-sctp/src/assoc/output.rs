@@ -159,7 +159,7 @@ impl Assoc {
             p.last_data_send = now;
         }
         let p = &self.paths[path];
-        Some(Transmit { src: p.local, dst: p.addr, proto: ip_proto::SCTP, tos: 0, dont_frag: true })
+        Some(Transmit { src: p.local, dst: p.addr, proto: ip_proto::SCTP, tos: 0, dont_frag: true, ..Default::default() })
     }
 
     /// Appends the queued control chunks for `path`, in order; an INIT goes alone
