@@ -1,9 +1,7 @@
 """CMT study (docs/cmt.md), shortened: the signatures the study rests on.
 
 Set WIRELAB_BIN to a freshly built CLI to test it instead of the installed package."""
-from conftest import load_repro
-
-cmt = load_repro("cmt")
+from wirelab.repro import cmt
 
 
 def run(sc, seed=1):

@@ -14,11 +14,13 @@ through ``wirelab.run`` and writes CSV tables, ``table.md`` and figures to ``--o
 * ``failover`` — path 1 down from 10 s to 40 s during a transfer, with and without CMT;
 * ``scp``      — TCP vs the shim vs the shim with CMT, transfer times.
 
-Every run is 30 s of simulated time or less (well under a second of wall time each).
+Every run is 30 s of simulated time or less (failover: 100 s), well under a second of
+wall time each::
 
-    python python/wirelab/repro/cmt.py --out results/cmt [--only goodput,ablation] [--jobs 2]
+    python -m wirelab.repro.cmt [--out DIR] [--only goodput,ablation] [--seeds 10] [--jobs 2]
 
-``WIRELAB_BIN=target/release/wirelab`` runs a freshly built CLI instead of the installed
+(default ``./wirelab-repro-cmt``; ``PROVENANCE.json`` records the commit and the command).
+``WIRELAB_BIN=target/release/wirelab`` runs a freshly built CLI instead of the in-process
 package.
 """
 from __future__ import annotations
@@ -34,9 +36,11 @@ from typing import Any
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[3]
-TWO_PATHS = ROOT / "scenarios" / "cmt" / "two-paths.toml"
-SCP = ROOT / "scenarios" / "cmt" / "scp-two-paths.toml"
+from .common import add_out, pyplot, scenario_file, stamp
+from .common import run as run_scenario
+
+TWO_PATHS = scenario_file("cmt/two-paths.toml")
+SCP = scenario_file("cmt/scp-two-paths.toml")
 PATH2_ADDR = "10.128.3.2"  # s's address on the 5 Mbit/s path (link p2b)
 
 # CMT variants: FreeBSD sysctl spelling, set on both hosts
@@ -107,9 +111,7 @@ def _run(args: tuple) -> dict:
         subprocess.run([binary, "run", str(f), "--out", str(out), "--seed", str(seed), "-q"], check=True)
         f.unlink()
     else:
-        import wirelab
-
-        wirelab.run(sc, seed=seed, out=out)
+        run_scenario(sc, out, seed=seed)
     row = {**label, "seed": seed, **summarize(out, sc)}
     if not keep:
         import shutil
@@ -290,11 +292,7 @@ def table(df: pd.DataFrame, value: str, fmt: str = "{:.2f}") -> str:
 
 
 def plot_goodput(df: pd.DataFrame, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     groups = list(df.groupby("loss", sort=False))
     fig, axes = plt.subplots(1, len(groups), figsize=(5 * len(groups), 3.6), sharey=True)
     for ax, (loss, g) in zip(axes, groups):
@@ -313,11 +311,7 @@ def plot_goodput(df: pd.DataFrame, path: Path) -> None:
 
 
 def plot_failover(out: Path, path: Path) -> pd.DataFrame:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
     rows = []
     for d in sorted((out / "failover").iterdir()):
@@ -376,15 +370,15 @@ def scp_table(df: pd.DataFrame) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", required=True, type=Path, help="output directory (nothing is written elsewhere)")
+    ap = argparse.ArgumentParser(prog="python -m wirelab.repro.cmt", description=__doc__.split("\n\n")[0])
+    add_out(ap, "cmt")
     ap.add_argument("--only", default="goodput,ablation,rtx,rp,failover,scp")
     ap.add_argument("--seeds", type=int, default=3, help="seeds per cell")
     ap.add_argument("--scp-seeds", type=int, default=10)
     ap.add_argument("--jobs", type=int, default=1)
     args = ap.parse_args(argv)
     out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
+    stamp(out, "cmt", argv)
     parts = args.only.split(",")
     seeds = list(range(1, args.seeds + 1))
     md = []
