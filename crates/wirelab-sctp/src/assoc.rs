@@ -1981,7 +1981,7 @@ impl Assoc {
             p.last_data_send = now;
         }
         let p = &self.paths[path];
-        Some(Transmit { src: p.local, dst: p.addr, proto: ip_proto::SCTP, tos: 0, dont_frag: true })
+        Some(Transmit { src: p.local, dst: p.addr, proto: ip_proto::SCTP, tos: 0, dont_frag: true, ..Default::default() })
     }
 
     fn emit_sack(&self, out: &mut [u8], at: &mut usize) -> bool {

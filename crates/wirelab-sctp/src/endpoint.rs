@@ -442,7 +442,7 @@ impl SctpEndpoint {
         let mut p = SctpPacket::new_unchecked(&mut b[..]);
         p.set_header(sport, dport, vtag);
         p.fill_checksum();
-        self.replies.push_back((Transmit { src, dst, proto: ip_proto::SCTP, tos: 0, dont_frag: true }, b));
+        self.replies.push_back((Transmit { src, dst, proto: ip_proto::SCTP, tos: 0, dont_frag: true, ..Default::default() }, b));
     }
 
     fn listener_for(&self, port: u16, dst: Ipv4Addr) -> Option<u32> {

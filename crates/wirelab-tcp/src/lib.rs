@@ -71,6 +71,6 @@ mod tests;
 
 pub use api::{RcvWindowPolicy, SockError, SockOpt, SocketId, TcpInfo, TcpState};
 pub use cc::CaState;
-pub use config::{ConfigError, CongestionAlgo, CubicParams, RcvSpaceStyle, RdbMode, TcpConfig};
+pub use config::{ConfigError, CongestionAlgo, CubicParams, DctcpParams, RcvSpaceStyle, RdbMode, TcpConfig, VegasParams};
 pub use endpoint::TcpEndpoint;
 pub use wirelab_core::SockEvent;

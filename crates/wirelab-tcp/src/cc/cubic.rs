@@ -9,7 +9,7 @@ use crate::wire::SeqNumber;
 /// Registry entry.
 pub const MODULE: CcModule = CcModule { name: "cubic", new: new_module };
 
-fn new_module(cfg: &TcpConfig) -> Box<dyn CongestionOps> {
+fn new_module(cfg: &TcpConfig, _seed: u64) -> Box<dyn CongestionOps> {
     Box::new(Cubic::new(cfg.cubic))
 }
 
@@ -292,7 +292,7 @@ impl CongestionOps for Cubic {
         "cubic"
     }
     /// `cubictcp_init()`.
-    fn init(&mut self, tp: &CcSock) {
+    fn init(&mut self, tp: &mut CcSock) {
         self.reset();
         if self.p.hystart {
             self.hystart_reset(tp);
@@ -312,7 +312,7 @@ impl CongestionOps for Cubic {
         }
     }
     /// `cubictcp_cwnd_event()`.
-    fn cwnd_event(&mut self, tp: &CcSock, ev: CaEvent) {
+    fn cwnd_event(&mut self, tp: &mut CcSock, ev: CaEvent) {
         if ev == CaEvent::TxStart {
             self.on_tx_start(tp);
         }
@@ -340,7 +340,7 @@ mod test {
 
     fn cubic(tp: &CcSock) -> Cubic {
         let mut c = Cubic::new(CubicParams::default());
-        c.init(tp);
+        c.init(&mut tp.clone());
         c
     }
 

@@ -6,7 +6,7 @@ use crate::config::TcpConfig;
 /// Registry entry.
 pub const MODULE: CcModule = CcModule { name: "reno", new: new_module };
 
-fn new_module(_cfg: &TcpConfig) -> Box<dyn CongestionOps> {
+fn new_module(_cfg: &TcpConfig, _seed: u64) -> Box<dyn CongestionOps> {
     Box::new(Reno)
 }
 
