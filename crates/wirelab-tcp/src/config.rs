@@ -671,7 +671,19 @@ mod test {
         assert!(e.to_string().contains("net.ipv4.tcp_bogus"));
         assert!(c.set_sysctl("net.ipv4.tcp_rmem", "1 2").is_err());
         assert!(c.set_sysctl("net.ipv4.tcp_sack", "yes").is_err());
-        assert!(c.set_sysctl("net.ipv4.tcp_congestion_control", "bbr").is_err());
+        assert!(c.set_sysctl("net.ipv4.tcp_congestion_control", "westwood").is_err());
+        c.set_sysctl("net.ipv4.tcp_congestion_control", "bbr").unwrap();
+        assert_eq!(c.tcp_congestion_control.name(), "bbr");
+        c.set_sysctl("net.ipv4.tcp_ecn", "1").unwrap();
+        assert!(c.set_sysctl("net.ipv4.tcp_ecn", "3").unwrap_err().to_string().contains("AccECN"));
+        c.set_sysctl("/sys/module/tcp_dctcp/parameters/dctcp_shift_g", "5").unwrap();
+        assert_eq!(c.dctcp.shift_g, 5);
+        assert!(c.set_sysctl("tcp_dctcp.dctcp_shift_g", "11").is_err());
+        c.set_sysctl("tcp_vegas.beta", "6").unwrap();
+        assert_eq!(c.vegas.beta, 6);
+        assert!(c.set_sysctl("tcp_bbr.foo", "1").is_err());
+        c.set_sysctl("net.ipv4.tcp_pacing_ss_ratio", "150").unwrap();
+        assert!(c.set_sysctl("net.ipv4.tcp_pacing_ca_ratio", "1001").is_err());
     }
 
     #[test]

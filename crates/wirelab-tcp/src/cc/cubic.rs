@@ -305,7 +305,7 @@ impl CongestionOps for Cubic {
         Cubic::cong_avoid(self, tp, acked)
     }
     /// `cubictcp_state()`.
-    fn set_state(&mut self, tp: &CcSock, new: CaState) {
+    fn set_state(&mut self, tp: &mut CcSock, new: CaState) {
         if new == CaState::Loss {
             self.reset();
             self.hystart_reset(tp);

@@ -15,11 +15,18 @@ use crate::config::{ConfigError, TcpConfig};
 use crate::wire::SeqNumber;
 use core::fmt;
 
+pub mod bbr;
 pub mod cubic;
+pub mod dctcp;
+pub mod minmax;
 pub mod reno;
+pub mod vegas;
 
+pub use bbr::Bbr;
 pub use cubic::Cubic;
+pub use dctcp::Dctcp;
 pub use reno::Reno;
+pub use vegas::Vegas;
 
 /// `TCP_INFINITE_SSTHRESH`.
 pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
@@ -339,8 +346,9 @@ pub trait CongestionOps: fmt::Debug {
     }
     /// `cong_control()`: full control of cwnd (and pacing) from a delivery-rate sample.
     fn cong_control(&mut self, _tp: &mut CcSock, _rs: &RateSample) {}
-    /// `set_state()`: the CA state changes to `new`.
-    fn set_state(&mut self, _tp: &CcSock, _new: CaState) {}
+    /// `set_state()`: the CA state changes to `new` (`tp.ca_state` may be stale; the
+    /// module is only called on a real change).
+    fn set_state(&mut self, _tp: &mut CcSock, _new: CaState) {}
     /// `cwnd_event()`.
     fn cwnd_event(&mut self, _tp: &mut CcSock, _ev: CaEvent) {}
     /// `in_ack_event()` with `CA_ACK_*` flags.
@@ -379,7 +387,7 @@ pub struct CcModule {
 
 /// The registry: every module the engine knows, in `tcp_available_congestion_control`
 /// order. Adding a module = one file under `cc/` + one line here.
-pub const MODULES: &[&CcModule] = &[&reno::MODULE, &cubic::MODULE];
+pub const MODULES: &[&CcModule] = &[&reno::MODULE, &cubic::MODULE, &bbr::MODULE, &dctcp::MODULE, &vegas::MODULE];
 
 /// A congestion-control algorithm chosen by name (`net.ipv4.tcp_congestion_control`,
 /// `TCP_CONGESTION`): a handle on a [`MODULES`] entry.
@@ -440,13 +448,15 @@ mod test {
         assert_eq!(CongestionAlgo::from_name(" reno ").unwrap().name(), "reno");
         assert_eq!(CongestionAlgo::from_name("newreno").unwrap(), CongestionAlgo::RENO);
         let e = CongestionAlgo::from_name("westwood").unwrap_err().to_string();
-        assert!(e.contains("`westwood`") && e.contains("available: reno cubic"), "{e}");
+        assert!(e.contains("`westwood`") && e.contains("available: reno cubic bbr dctcp vegas"), "{e}");
         // every registered module instantiates under its own name
         let cfg = TcpConfig::default();
         for m in MODULES {
             let a = CongestionAlgo::from_name(m.name).unwrap();
             let mut cc = a.instantiate(&cfg, 1);
-            cc.init(&mut CcSock::new(10, 1000));
+            let mut tp = CcSock::new(10, 1000);
+            tp.ecn_ok = true; // else DCTCP is dctcp-reno
+            cc.init(&mut tp);
             assert_eq!(cc.name(), m.name);
         }
     }

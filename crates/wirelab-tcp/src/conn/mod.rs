@@ -528,7 +528,7 @@ impl Conn {
     /// `tcp_set_ca_state()`.
     fn set_ca_state(&mut self, s: CaState) {
         if self.ca_state != s {
-            self.cc.set_state(&self.tp, s);
+            self.cc.set_state(&mut self.tp, s);
             self.ca_state = s;
         }
     }

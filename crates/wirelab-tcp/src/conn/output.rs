@@ -287,7 +287,8 @@ impl Conn {
         self.rtx.mark_retransmitted(k, edt);
         self.rtx.q[k].tx = self.rate.skb_sent(edt, self.rtx.packets_out);
         self.stats.total_retrans += 1;
-        if self.ca_state == CaState::Recovery {
+        // tcp_in_cwnd_reduction(): CWR or Recovery
+        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
             self.prr.out += 1;
         }
         let off = s.seq.dist(self.snd_buf_seq);
@@ -472,7 +473,8 @@ impl Conn {
         if len < self.mss_cache {
             self.snd_sml = end; // tcp_minshall_update
         }
-        if self.ca_state == CaState::Recovery {
+        // tcp_in_cwnd_reduction(): CWR or Recovery
+        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
             self.prr.out += 1;
         }
         // tcp_event_new_data_sent(): arm the RTO on the first outstanding packet
