@@ -324,6 +324,9 @@ impl CongestionOps for Cubic {
     fn undo_cwnd(&mut self, tp: &CcSock) -> u32 {
         tp.snd_cwnd.max(tp.prior_cwnd)
     }
+    fn needs_snapshot(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -362,6 +362,12 @@ pub trait CongestionOps: fmt::Debug {
     fn needs_ecn(&self) -> bool {
         false
     }
+    /// Whether the module reads the snapshot fields beyond cwnd, sequence numbers and
+    /// time (delivery counters, RTT, in-flight, ECN, ...): the connection refreshes them
+    /// before each call only then (an engine economy, not a Linux flag).
+    fn needs_snapshot(&self) -> bool {
+        true
+    }
     /// `sndbuf_expand()`: send-buffer segments per cwnd segment (`tcp_sndbuf_expand()`).
     fn sndbuf_expand(&self) -> u32 {
         2

@@ -41,6 +41,9 @@ impl CongestionOps for Reno {
     fn undo_cwnd(&mut self, tp: &CcSock) -> u32 {
         tp.snd_cwnd.max(tp.prior_cwnd)
     }
+    fn needs_snapshot(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

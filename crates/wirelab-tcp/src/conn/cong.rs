@@ -26,6 +26,7 @@ impl Conn {
         self.cc.release();
         let seed = (self.iss.0 as u64) << 32 | self.ts_offset as u64;
         self.cc = algo.instantiate(cfg, seed);
+        self.cc_snapshot = self.cc.needs_snapshot();
         self.cc_initialized = false;
         if !matches!(self.state, TcpState::Closed | TcpState::Listen | TcpState::SynRecv) {
             self.init_congestion_control(cfg, now);

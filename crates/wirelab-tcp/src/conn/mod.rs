@@ -181,6 +181,8 @@ pub(crate) struct Conn {
     cc: Box<dyn CongestionOps>,
     /// `icsk_ca_initialized`: the module's `init` ran.
     cc_initialized: bool,
+    /// The module reads the full snapshot (`CongestionOps::needs_snapshot`).
+    cc_snapshot: bool,
     /// `tp->ecn_flags`.
     ecn: Ecn,
     /// The ECN field of the segment being processed (`TCP_SKB_CB(skb)->ip_dsfield`).
@@ -312,6 +314,7 @@ impl Conn {
             rack: Rack::new(iss),
             thin: ThinState::default(),
             tp,
+            cc_snapshot: cc.needs_snapshot(),
             cc,
             cc_initialized: false,
             ecn: Ecn::default(),
@@ -463,15 +466,25 @@ impl Conn {
     }
     /// Refreshes the congestion module's view of the socket.
     fn sync_tp(&mut self, cfg: &TcpConfig, now: Instant) {
+        let cwnd_limited = self.tcp_is_cwnd_limited();
         let tp = &mut self.tp;
         tp.snd_una = self.snd_una;
         tp.snd_nxt = self.snd_nxt;
-        tp.rcv_nxt = self.rcv_nxt;
         tp.jiffies = jiffies(cfg, now);
         tp.now_us = now.as_nanos() / 1000;
+        tp.lsndtime = jiffies(cfg, self.lsndtime);
+        tp.cwnd_limited = cwnd_limited;
+        if self.cc_snapshot {
+            self.sync_tp_snapshot(now);
+        }
+    }
+
+    /// The rest of the view, for modules that read it.
+    fn sync_tp_snapshot(&mut self, now: Instant) {
+        let tp = &mut self.tp;
+        tp.rcv_nxt = self.rcv_nxt;
         tp.clock_ns = now.as_nanos();
         tp.wstamp_ns = self.pacing.wstamp.as_nanos();
-        tp.lsndtime = jiffies(cfg, self.lsndtime);
         tp.mss_cache = self.mss_cache;
         tp.srtt_us = self.rtt.srtt_us;
         tp.min_rtt_us = self.rtt.min_rtt_us;
@@ -486,12 +499,14 @@ impl Conn {
         tp.ecn_ok = self.ecn.ok();
         tp.demand_cwr = self.ecn.has(ecn::TCP_ECN_DEMAND_CWR);
         tp.ack_timer_pending = self.ack.pending & ACK_TIMER != 0;
-        self.tp.cwnd_limited = self.tcp_is_cwnd_limited();
     }
 
     /// Applies what a module changed or asked for in its view (`app_limited`,
     /// `ecn_flags`, pacing request, ACK requests) after a call.
     fn apply_tp(&mut self) {
+        if !self.cc_snapshot {
+            return; // such modules change only cwnd and ssthresh
+        }
         self.rate.app_limited = self.tp.app_limited;
         self.ecn.set(ecn::TCP_ECN_DEMAND_CWR, self.tp.demand_cwr);
         if let Some(a) = self.tp.tx_ack.take() {
@@ -546,11 +561,13 @@ impl Conn {
 
     /// Earliest armed timer.
     pub fn next_deadline(&self) -> Option<Instant> {
-        let mut t = self.xmit_timer.map(|(t, _)| t);
-        for c in [self.ack.timer, self.sk_timer.map(|(t, _)| t), self.pacing.timer].into_iter().flatten() {
-            t = Some(t.map_or(c, |x: Instant| x.min(c)));
-        }
-        t
+        // branch-free min over the four timers (called on every endpoint re-key)
+        let ns = |o: Option<Instant>| o.map_or(u64::MAX, |t| t.as_nanos());
+        let t = ns(self.xmit_timer.map(|(t, _)| t))
+            .min(ns(self.ack.timer))
+            .min(ns(self.sk_timer.map(|(t, _)| t)))
+            .min(ns(self.pacing.timer));
+        (t != u64::MAX).then(|| Instant::from_nanos(t))
     }
 
     /// Approximate heap + struct bytes held by this connection.
