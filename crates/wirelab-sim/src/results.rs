@@ -1,5 +1,5 @@
 //! What a run produces, as plain tables (serialised by the CLI and Python layers).
-use crate::apps::FlowSummary;
+use wirelab_apps::FlowSummary;
 use crate::record::{FlowSample, ProbeRecord, QueueSample, RateSample, SctpPathSample, SctpSample, TcpSample};
 use crate::sim::{NodeCounters, Sim};
 use serde::Serialize;
@@ -67,6 +67,8 @@ pub struct LinkSummary {
     pub corrupted: u64,
     /// Sent out of order by `reorder`.
     pub reordered: u64,
+    /// CE-marked by netem's `ecn` instead of lost.
+    pub ecn_marked: u64,
 }
 
 /// Node counters with the node name.
@@ -177,6 +179,7 @@ impl Sim {
                     duplicated: s.duplicated,
                     corrupted: s.corrupted,
                     reordered: s.reordered,
+                    ecn_marked: s.ecn_marked,
                 }
             })
             .collect();

@@ -61,6 +61,7 @@ pub mod cc;
 pub mod config;
 mod conn;
 mod endpoint;
+mod engine;
 mod ring;
 pub mod wire;
 
