@@ -167,3 +167,39 @@ fn retransmissions_are_not_ect_and_syn_fallback() {
     let (c, _) = p.connect(80);
     assert!(p.a.info(c).unwrap().ecn);
 }
+
+/// What a listener with `tcp_ecn` = `ecn` answers to a SYN with `syn_flags` sent with
+/// ECN field `tos` (scripts ecn-server-accepts.pkt / ecn-server-declines.pkt).
+fn synack_flags(ecn: u8, syn_flags: u8, tos: u8) -> u8 {
+    use crate::wire::{SeqNumber, TcpPacket, TcpRepr};
+    use crate::TcpEndpoint;
+    use wirelab_core::{Instant, Rng, HEADROOM};
+    let mut ep = TcpEndpoint::new(cfg(ecn), Rng::stream(7, "b"));
+    ep.listen(SocketAddrV4::new(B_ADDR, 80), 8).unwrap();
+    let mut r = TcpRepr::new(40000, 80);
+    r.seq = SeqNumber(1000);
+    r.flags = flags::SYN | syn_flags;
+    r.window = 65535;
+    r.mss = Some(1000);
+    r.sack_permitted = true;
+    let mut seg = vec![0u8; r.buffer_len()];
+    r.emit(&mut TcpPacket::new_unchecked(&mut seg[..]), A_ADDR, B_ADDR);
+    ep.handle_packet(Instant::ZERO, A_ADDR, B_ADDR, tos, &seg);
+    let mut buf = vec![0u8; HEADROOM];
+    let t = ep.poll_transmit(Instant::ZERO, &mut buf).unwrap();
+    assert_eq!(t.tos & 3, 0, "SYN-ACK Not-ECT without a module that needs ECN");
+    parse(&buf[HEADROOM..]).flags
+}
+
+#[test]
+fn listener_accepts_ecn_as_tcp_ecn_create_request() {
+    let ecn_req = flags::ECE | flags::CWR;
+    assert_eq!(synack_flags(2, ecn_req, 0) & (flags::ECE | flags::CWR), flags::ECE);
+    assert_eq!(synack_flags(1, ecn_req, 0) & (flags::ECE | flags::CWR), flags::ECE);
+    // tcp_ecn=0: never
+    assert_eq!(synack_flags(0, ecn_req, 0) & flags::ECE, 0);
+    // an ECT-marked SYN is not accepted (a middlebox would be rewriting the field)
+    assert_eq!(synack_flags(2, ecn_req, 2) & flags::ECE, 0);
+    // ECE alone is not a request
+    assert_eq!(synack_flags(2, flags::ECE, 0) & flags::ECE, 0);
+}
