@@ -141,3 +141,22 @@ fn dctcp_columns_show_alpha_ecn_and_marks() {
     // tcp_update_pacing_rate() gives CUBIC a rate too once it has an RTT sample
     assert!(c.last().unwrap().pacing_rate_bps.is_some_and(|r| r > 1e6));
 }
+
+#[test]
+fn max_pacing_rate_paces_cubic_and_caps_the_rate() {
+    // SO_MAX_PACING_RATE 4 Mbit/s on a CUBIC sender: SK_PACING_NEEDED (internal pacing) and
+    // the socket cannot send faster than the cap, although the bottleneck has 10 Mbit/s
+    let text = scenario("cubic", "", "pfifo limit 50", 6.0).replace("dst = \"d:5001\"\n", "dst = \"d:5001\"\nmax_pacing_rate = \"4mbit\"\n");
+    let r = common::run(&text, None);
+    let s = sender(&r);
+    assert!(s.iter().all(|x| x.pacing == "internal" && x.max_pacing_rate_bps == Some(4e6)));
+    assert!(s.iter().filter_map(|x| x.pacing_rate_bps).all(|p| p <= 4e6));
+    // tcp_update_skb_after_send() spaces skb->len, the payload: 4 Mbit/s of payload (the
+    // first ten segments go unpaced, and up to half a gap is forgiven when sent late)
+    let mbit = rx_mbit(&r);
+    assert!(mbit < 4.05 && mbit > 3.8, "{mbit}");
+    // a key the kind does not take is an error naming the kind's keys
+    let bad = scenario("cubic", "", "pfifo limit 50", 1.0).replace("port = 5001\n", "port = 5001\nmax_pacing_rate = \"fast\"\n");
+    let e = wirelab_scenario::Scenario::from_text("<t>", &bad, &[]).and_then(|s| s.build(&Default::default()).map(|_| ())).unwrap_err().to_string();
+    assert!(e.contains("fast"), "{e}");
+}
