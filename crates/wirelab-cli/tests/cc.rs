@@ -160,3 +160,31 @@ fn max_pacing_rate_paces_cubic_and_caps_the_rate() {
     let e = wirelab_scenario::Scenario::from_text("<t>", &bad, &[]).and_then(|s| s.build(&Default::default()).map(|_| ())).unwrap_err().to_string();
     assert!(e.contains("fast"), "{e}");
 }
+
+#[test]
+fn unknown_modules_and_qdisc_options_are_file_line_key_errors_listing_what_exists() {
+    let base = scenario("bbr", "", "pfifo limit 50", 1.0);
+    // (replace this, with that, the error's line holds `needle`, its key, the message has `want`)
+    let cases: &[(&str, &str, &str, &str, &[&str])] = &[
+        ("\"net.ipv4.tcp_congestion_control\" = \"bbr\" }\n[[node]]\nname = \"r\"", "\"net.ipv4.tcp_congestion_control\" = \"bbr2\" }\n[[node]]\nname = \"r\"", "bbr2", "node[0]", &["bbr2", "reno cubic bbr dctcp vegas"]),
+        ("dst = \"d:5001\"\n", "dst = \"d:5001\"\ncc = \"prague\"\n", "prague", "app[0].cc", &["unknown congestion control `prague`", "reno cubic bbr dctcp vegas"]),
+        ("qdisc = \"pfifo limit 50\"", "qdisc = \"fq pacing_rate 1mbit\"", "fq pacing_rate", "link[1]", &["unsupported option `pacing_rate`", "flow_limit, quantum", "maxrate"]),
+        ("qdisc = \"pfifo limit 50\"", "qdisc = \"dualpi2 l4s_threshold 1ms\"", "dualpi2", "link[1]", &["unsupported option `l4s_threshold`", "step_thresh"]),
+        ("qdisc = \"pfifo limit 50\"", "qdisc = \"red limit 100000 avpkt 1000 min 3000 max 9000 ecn_only\"", "ecn_only", "link[1]", &["ecn_only", "ecn, harddrop, nodrop"]),
+        ("qdisc = \"pfifo limit 50\"", "qdisc = \"fq_codel ecn_threshold 1ms\"", "fq_codel", "link[1]", &["ecn_threshold", "ce_threshold"]),
+        ("qdisc = \"pfifo limit 50\"", "qdisc = \"bbr limit 3\"", "bbr limit 3", "link[1]", &["unknown or unsupported qdisc kind `bbr`", "fq_codel", "dualpi2"]),
+    ];
+    for (from, to, needle, key, wants) in cases {
+        assert!(base.contains(from), "{from}");
+        let text = base.replacen(from, to, 1);
+        let e = wirelab_scenario::Scenario::from_text("cc.toml", &text, &[]).and_then(|s| s.build(&Default::default()).map(|_| ())).unwrap_err();
+        let line = text.lines().position(|l| l.contains(needle)).unwrap() + 1;
+        assert_eq!((e.file.as_str(), e.line), ("cc.toml", line), "{needle}: {e}");
+        assert!(e.key.starts_with(key), "{needle}: key `{}`, want `{key}…`", e.key);
+        for w in *wants {
+            assert!(e.message.contains(w), "{needle}: `{}` lacks `{w}`", e.message);
+        }
+        // and the rendered error starts file:line
+        assert!(e.to_string().starts_with(&format!("cc.toml:{line}")), "{e}");
+    }
+}

@@ -260,6 +260,9 @@ mod test {
             // 2 flows over 4 s (the first ~0.5 s ramping up): most of the 9.56 Mbit/s payload rate
             assert!(r.goodput_bps > 8.0e6, "{cc}: {}", r.goodput_bps);
         }
-        assert!(bench_case(2, "10mbit", 1.0, &BenchLoad { qdisc: Some("nonsense 3".into()), ..Default::default() }).is_err());
+        let e = bench_case(2, "10mbit", 1.0, &BenchLoad { qdisc: Some("nonsense 3".into()), ..Default::default() }).unwrap_err();
+        assert!(e.contains("`nonsense`") && e.contains("fq_codel"), "{e}");
+        // an unknown --cc is refused before any case runs (exit 2, usage error)
+        assert_eq!(bench(&[1], "10mbit", 1.0, &BenchLoad { cc: "bbr3".into(), ..Default::default() }, None), 2);
     }
 }
