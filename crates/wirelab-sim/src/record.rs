@@ -289,7 +289,7 @@ snapshot_row! {
 
 /// A rate in bytes/s as bit/s, `None` for "unlimited" (`~0UL`).
 fn bps(bytes_per_s: u64) -> Option<f64> {
-    (bytes_per_s != u64::MAX).then(|| bytes_per_s as f64 * 8.0)
+    (bytes_per_s != u64::MAX).then_some(bytes_per_s as f64 * 8.0)
 }
 
 /// BBR's mode from the gains `bbr_update_gains()` (tcp_bbr.c) sets for it: STARTUP uses
