@@ -125,7 +125,7 @@ def _retx_diagnostics(seg: pd.DataFrame, rx: pd.DataFrame, pre: str) -> dict:
     m[f"{pre}_retx_ranges"] = int(len(first))
     m[f"{pre}_first_retx_timer_pct"] = 100.0 * float(first["timer"].mean())
     second = rx.groupby(["flow", "seq"], sort=False).nth(1).set_index(["flow", "seq"])
-    both = first.join(second, rsuffix="_2", how="inner")
+    both = first.merge(second, left_index=True, right_index=True, suffixes=("", "_2"))
     both = both[both["timer"] & both["timer_2"]]
     if len(both):
         gaps = (both["sent_s_2"] - both["sent_s"]).to_numpy() * 1000.0
