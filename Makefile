@@ -28,6 +28,8 @@ bench:
 
 # Studies too slow for CI (`make test`). NIGHTLY_OUT collects their outputs (PROVENANCE.json,
 # tables.md). Thin streams: the 2 h 05 duration test (Table 4.2 of seed 002), seed 1.
+# Modern CC (docs/reproductions/modern-cc.md): the whole study, 10 seeds (~15 min on 2 free cores).
 NIGHTLY_OUT ?= results/nightly
 nightly: install
 	nice -n 10 $(PYTHON) -m wirelab.repro.thin_streams all --out $(NIGHTLY_OUT)/thin-streams --only duration,d300 --seeds 1
+	nice -n 10 $(PYTHON) -m wirelab.repro.modern_cc --out $(NIGHTLY_OUT)/modern-cc

@@ -371,8 +371,11 @@ def loss_md(df: pd.DataFrame) -> str:
         g = df[df["loss_pct"] == p]
         b, c = g[g["cc"] == "bbr"]["goodput_mbit"], g[g["cc"] == "cubic"]["goodput_mbit"]
         ideal = ceiling * (1 - p / 100)
-        rows.append([f"{p:g}", ci(b, "{:.2f}"), ci(c, "{:.2f}"), f"{ideal:.2f}", f"{med(b) / ideal:.3f}", f"{med(b) / med(c):.1f}"])
-    return md_table(["loss %", "BBR Mbit/s", "CUBIC Mbit/s", "(1−p)·payload rate", "BBR / ceiling", "BBR / CUBIC"], rows, "rrrrrr")
+        b10, c10 = g[g["cc"] == "bbr"]["goodput_10_60_mbit"], g[g["cc"] == "cubic"]["goodput_10_60_mbit"]
+        rows.append([f"{p:g}", ci(b, "{:.2f}"), ci(c, "{:.2f}"), f"{ideal:.2f}", f"{med(b) / ideal:.3f}", f"{med(b) / med(c):.1f}",
+                     ci(b10, "{:.2f}"), ci(c10, "{:.2f}")])
+    return md_table(["loss %", "BBR Mbit/s", "CUBIC Mbit/s", "(1−p)·payload rate", "BBR / ceiling", "BBR / CUBIC",
+                     "BBR from 10 s", "CUBIC from 10 s"], rows, "rrrrrrrr")
 
 
 def dctcp_md(df: pd.DataFrame) -> str:
