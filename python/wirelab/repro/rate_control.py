@@ -132,8 +132,11 @@ def ethernet(name: str, desc: str, duration: float, rx_sysctl: dict, streams: in
 
 
 def t1_path(name: str, desc: str, duration: float, rx_sysctl: dict, streams: int = 1,
-            nbytes: int | None = None, rx_tc: list | None = None, sample: str = "100ms") -> Sc:
-    """amx → nox over 6 hops, the 4th a T1 (round trip 6 ms when idle)."""
+            nbytes: int | None = None, rx_tc: list | None = None, sample: str = "100ms",
+            reverse: tuple[int, float] | None = None) -> Sc:
+    """amx → nox over 6 hops, the 4th a T1 (round trip 6 ms when idle). ``reverse`` =
+    (bytes, start): nox's reply, a ttcp ``rttcp1`` from nox to a sink ``rsink1`` on amx
+    (§6.7: "Amx sent 8 megabytes and nox replied with 8 megabytes")."""
     sc = Sc(name, desc, duration, sample=sample)
     hosts = ["amx", "r1", "r2", "r3", "r4", "r5", "nox"]
     for h in hosts:
@@ -157,6 +160,9 @@ def t1_path(name: str, desc: str, duration: float, rx_sysctl: dict, streams: int
         port = 5001 + i
         sc.apps.append(sink(f"sink{i + 1}", "nox", port))
         sc.apps.append(ttcp(f"ttcp{i + 1}", "amx", f"nox:{port}", nbytes))
+    if reverse:
+        sc.apps.append(sink("rsink1", "amx", 6001))
+        sc.apps.append(ttcp("rttcp1", "nox", "amx:6001", reverse[0], start=reverse[1]))
     return sc
 
 
@@ -784,6 +790,93 @@ def exp_t1multi(out: Path, img: Path, dur: float = 30.0) -> dict:
     return res
 
 
+def _overlap_metrics(r: Path) -> dict:
+    """Forward (amx → nox) rates while nox's reply runs and after it, and the forward
+    connection's smoothed RTT in both phases, of a two-way T1 run."""
+    fl = {x["name"]: x for x in read_csv(r / "flows.csv")}
+    t_rev_end = float(fl["rttcp1"]["transfer_time_s"]) + _start_of(r, "rttcp1")
+    t_fwd_end = float(fl["ttcp1"]["transfer_time_s"])
+    srtt = [(float(x["time_s"]), float(x["srtt_ms"])) for x in read_csv(r / "tcp_timeseries.csv")
+            if x["flow"] == "ttcp1" and float(x["srtt_ms"]) > 0]
+
+    def med(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2] if xs else None
+    rev_start = _start_of(r, "rttcp1")
+    both_lo, both_hi = max(1.0, rev_start + 1.0), min(t_rev_end, t_fwd_end) - 1.0
+    res = {
+        "fwd_mbps": transfer_rate(r, "sink1") / 1e6,
+        "fwd_transfer_s": t_fwd_end,
+        "rev_mbps": transfer_rate(r, "rsink1") / 1e6,
+        "rev_transfer_s": float(fl["rttcp1"]["transfer_time_s"]),
+        "fwd_mbps_while_reply": mean_rate(r, "sink1", both_lo, both_hi) / 1e6 if both_hi > both_lo else None,
+        "fwd_srtt_ms_while_reply": med([v for t, v in srtt if both_lo <= t <= both_hi]),
+        "fwd_srtt_ms_alone": med([v for t, v in srtt if (t < rev_start - 1 or t > t_rev_end + 1) and t < t_fwd_end - 1]),
+    }
+    if t_fwd_end - 1 > t_rev_end + 1:
+        res["fwd_mbps_after_reply"] = mean_rate(r, "sink1", t_rev_end + 1, t_fwd_end - 1) / 1e6
+    return res
+
+
+def _start_of(r: Path, app: str) -> float:
+    """An app's configured start (s) from the run's scenario."""
+    import tomllib
+    sc = tomllib.loads((r.parent / "scenario.toml").read_text())
+    a = next(x for x in sc["app"] if x.get("name") == app)
+    st = a.get("start", "0ms")
+    return float(st[:-2]) / 1e3 if st.endswith("ms") else float(st.rstrip("s"))
+
+
+def exp_t1bidir(out: Path, img: Path, nbytes: int = 8 * 1024 * 1024, dur: float = 300.0) -> dict:
+    """§6.7 as the thesis ran it: "Amx sent 8 megabytes and nox replied with 8 megabytes
+    for a total of 16 megabytes transferred over the T1". nox's reply is a second ttcp,
+    nox → amx (amx is unmodified, so the reply is not rate-controlled); the text does not
+    say whether the reply ran at the same time or after, so both: ``concurrent`` (both
+    start at 0) and ``sequential`` (the reply starts 1 s after amx's 8 MB arrived)."""
+    res: dict = {"pct": [], "target_mbps": [], "concurrent": [], "sequential": []}
+    keep = {}
+    for pct in [*range(100, 0, -10), 0]:
+        sysctl = rate_sysctl(f"{round(T1_RATE * pct / 100)}bit") if pct else rate_sysctl(status=0)
+        what = f"target {pct} %" if pct else "no control"
+        one = run(t1_path(f"t1-{pct}" if pct else "t1-free", f"§6.7: ttcp over a T1 path, {what}", 100.0,
+                          sysctl, nbytes=nbytes), out)
+        seq_start = round(_transfer_time(one) + 1.0, 3)
+        conc = run(t1_path(f"t1bidir-conc-{pct}", f"§6.7: 8 MB each way over the T1 at the same time, {what}",
+                           dur, sysctl, nbytes=nbytes, reverse=(nbytes, 0.0)), out)
+        seq = run(t1_path(f"t1bidir-seq-{pct}", f"§6.7: 8 MB each way over the T1, the reply after, {what}",
+                          dur, sysctl, nbytes=nbytes, reverse=(nbytes, seq_start)), out)
+        res["pct"].append(pct)
+        res["target_mbps"].append(T1_RATE * pct / 100 / 1e6)
+        res["concurrent"].append(_overlap_metrics(conc))
+        res["sequential"].append({**_overlap_metrics(seq), "one_way_mbps": transfer_rate(one, "sink1") / 1e6})
+        if pct in (100, 50, 10):
+            keep[pct] = conc
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    ax = axes[0]
+    for pct, r in keep.items():
+        t, rr = per_second(*flow_series(r, "sink1"))
+        ax.plot(t, [x / 1e6 for x in rr], lw=1, label=f"amx → nox, {pct} %")
+    t, rr = per_second(*flow_series(keep[10], "rsink1"))
+    ax.plot(t, [x / 1e6 for x in rr], lw=1, ls="--", color="0.4", label="nox → amx (reply), 10 % run")
+    ax.set_xlim(0, max(x["fwd_transfer_s"] for x in res["concurrent"]) + 5)
+    label(ax, xlabel="time (s)", ylabel="Mbit/s (per second)", title="8 MB each way at the same time",
+          legend=dict(fontsize=7))
+    ax = axes[1]
+    pcts = [p for p in res["pct"] if p]
+    for key, m, lab in (("concurrent", "o", "reply at the same time"), ("sequential", "s", "reply after")):
+        ax.plot(pcts, [x["fwd_mbps"] for p, x in zip(res["pct"], res[key]) if p], marker=m, label=lab)
+    ax.plot(pcts, [T1_RATE * p / 100 / 1e6 for p in pcts], ls="--", color="0.5", label="target")
+    ax.axhline(0.6, ls=":", color="C3", lw=0.8, label="thesis floor ≈ 0.6")
+    ax.axhline(1.14, ls="-.", color="C3", lw=0.8, label="thesis baseline 1.14")
+    ax.invert_xaxis()
+    ax.set_ylim(0, 1.7)
+    label(ax, xlabel="target (% of 1.544 Mbit/s)", ylabel="amx → nox ttcp rate (Mbit/s)",
+          title="average rate per target, 8 MB each way (fig 6.8)", legend=dict(fontsize=7))
+    _save(fig, img / "rate-t1-bidir.png")
+    return res
+
+
 def cbq_tree(pct: int) -> list[str]:
     """CBQ on nox's egress (the return path): all traffic into a bounded class."""
     rate = round(T1_RATE * pct / 100)
@@ -954,7 +1047,7 @@ def exp_important(out: Path, img: Path, dur: float = 60.0) -> dict:
 
 EXPS = {
     "eth4m": exp_eth4m, "window": exp_window, "mss": exp_mss, "t1": exp_t1,
-    "ppp": exp_ppp, "pppbuf": exp_pppbuf, "multi": exp_multi, "t1multi": exp_t1multi,
+    "t1bidir": exp_t1bidir, "ppp": exp_ppp, "pppbuf": exp_pppbuf, "multi": exp_multi, "t1multi": exp_t1multi,
     "cbq": exp_cbq, "important": exp_important, "reps": exp_reps, "checks": exp_checks,
 }
 
