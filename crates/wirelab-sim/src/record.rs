@@ -374,7 +374,8 @@ pub struct RateSample {
     pub window: u32,
     /// Window Linux would have offered (bytes).
     pub linux_window: u32,
-    /// Control mode.
+    /// Control mode (`Off`, `Controlled`, `Important`, `Fixed`); for a UDP socket
+    /// (`conn` = `udp *:PORT`) the policy state, `OKAY`, `DROP`, `WARN` or `KILL`.
     pub mode: String,
 }
 
@@ -490,7 +491,10 @@ impl Recorder {
             rate_pps: snap.rate_pps(),
             window: snap.window,
             linux_window: snap.linux_window,
-            mode: format!("{:?}", snap.mode),
+            mode: match snap.udp_state {
+                Some(u) => u.name().to_string(),
+                None => format!("{:?}", snap.mode),
+            },
         });
     }
 

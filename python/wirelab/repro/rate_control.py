@@ -1045,10 +1045,82 @@ def exp_important(out: Path, img: Path, dur: float = 60.0) -> dict:
     return res
 
 
+UDP_LIMIT_PPS = 100  # rate_control_udp, packets/s (the thesis's unit)
+UDP_DROP_S, UDP_WARN_S = 1, 2  # rate_udp_drop_time / rate_udp_warn_time (no values in the thesis)
+
+
+def udp_policy(dur: float = 8.0) -> Sc:
+    """§5.2.2's UDP policy (ours: the thesis has no UDP experiment): three senders on a
+    10 Mbit/s link against a 100 datagram/s limit: ``flood`` (1000/s throughout, never backs
+    off), ``burst`` then ``calm`` on one port (1000/s for 1 s, then 50/s: an application
+    that throttles itself after its datagrams were dropped, as §5.2.2 relies on), and
+    ``steady`` (50/s throughout, under the limit)."""
+    sc = Sc("udp-policy", "§5.2.2: UDP policy OKAY/DROP/WARN/KILL, 100 datagram/s limit", dur, sample="10ms")
+    sc.nodes = [("ford", "host", {}), ("oid", "host", {
+        "net.ipv4.rate_status": 1, "net.ipv4.rate_microsec_per_chunk": 100000, "net.ipv4.rate_chunks": 30,
+        "net.ipv4.rate_control_udp": UDP_LIMIT_PPS, "net.ipv4.rate_udp_drop_time": UDP_DROP_S,
+        "net.ipv4.rate_udp_warn_time": UDP_WARN_S})]
+    sc.links = [("eth", {"node": "ford"}, {"node": "oid"}, "rate 10mbit delay 150us", {})]
+
+    def cbr(name, port, interval, start=None, stop=None):
+        d = {"name": name, "kind": "udp-cbr", "node": "ford", "dst": f"oid:{port}", "interval": interval, "size": 100}
+        if start:
+            d["start"] = start
+        if stop:
+            d["stop"] = stop
+        return d
+    sc.apps = [cbr("flood", 7001, "1ms"), cbr("burst", 7002, "1ms", stop="1s"),
+               cbr("calm", 7002, "20ms", start="1s"), cbr("steady", 7003, "20ms"),
+               *({"name": f"sink{p}", "kind": "udp-sink", "node": "oid", "port": p} for p in (7001, 7002, 7003))]
+    return sc
+
+
+def exp_udp(out: Path, img: Path, dur: float = 8.0) -> dict:
+    """§5.2.2 UDP policy, labelled as ours (the thesis describes it but runs no experiment):
+    state changes of each policed socket (``tcp_rate_timeseries.csv`` rows ``udp *:PORT``),
+    datagrams delivered, dropped and the KILL."""
+    r = run(udp_policy(dur), out)
+    rows = [x for x in rate_rows(r) if x["conn"].startswith("udp ")]
+    flows = {x["name"]: x for x in read_csv(r / "flows.csv")}
+    res: dict = {"limit_pps": UDP_LIMIT_PPS, "drop_time_s": UDP_DROP_S, "warn_time_s": UDP_WARN_S, "ports": {}}
+    for port, snd in ((7001, ["flood"]), (7002, ["burst", "calm"]), (7003, ["steady"])):
+        mine = [x for x in rows if x["conn"] == f"udp *:{port}"]
+        changes, last = [], None
+        for x in mine:
+            if x["mode"] != last:
+                changes.append((float(x["time_s"]), x["mode"]))
+                last = x["mode"]
+        sk = flows[f"sink{port}"]
+        res["ports"][port] = {
+            "senders": snd, "sent": sum(int(flows[a]["tx_packets"]) for a in snd),
+            "delivered": int(sk["rx_packets"]), "state_changes_sampled": changes,
+            "sink_state": sk["state"], "sink_error": sk["error"],
+        }
+    plt = _plt()
+    fig, axes = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
+    order = {"OKAY": 0, "DROP": 1, "WARN": 2, "KILL": 3}
+    for i, port in enumerate((7001, 7002, 7003)):
+        mine = [x for x in rows if x["conn"] == f"udp *:{port}"]
+        lab = "+".join(res["ports"][port]["senders"])
+        axes[0].step([float(x["time_s"]) for x in mine], [order[x["mode"]] + 0.06 * (i - 1) for x in mine],
+                     where="post", label=f":{port} ({lab})")
+        cum = [(float(x["time_s"]), float(x["rx_bytes"])) for x in read_csv(r / "flow_timeseries.csv")
+               if x["flow"] == f"sink{port}"]
+        t10 = [(0.0, 0.0)] + [c for c in cum if abs(c[0] * 10 - round(c[0] * 10)) < 1e-6]  # every 100 ms
+        axes[1].step([b[0] for b in t10[1:]], [(b[1] - a[1]) / 100 / 0.1 for a, b in zip(t10, t10[1:])],
+                     where="pre", lw=1, ls=("-", "--", ":")[i], label=f":{port} delivered")
+    axes[0].set_yticks(list(order.values()), list(order.keys()))
+    label(axes[0], title=f"UDP policy, limit {UDP_LIMIT_PPS} datagrams/s, drop {UDP_DROP_S} s, warn {UDP_WARN_S} s",
+          legend=dict(fontsize=7))
+    label(axes[1], xlabel="time (s)", ylabel="delivered (datagrams/s, per 100 ms)", legend=dict(fontsize=7))
+    _save(fig, img / "rate-udp-policy.png")
+    return res
+
+
 EXPS = {
     "eth4m": exp_eth4m, "window": exp_window, "mss": exp_mss, "t1": exp_t1,
     "t1bidir": exp_t1bidir, "ppp": exp_ppp, "pppbuf": exp_pppbuf, "multi": exp_multi, "t1multi": exp_t1multi,
-    "cbq": exp_cbq, "important": exp_important, "reps": exp_reps, "checks": exp_checks,
+    "cbq": exp_cbq, "important": exp_important, "udp": exp_udp, "reps": exp_reps, "checks": exp_checks,
 }
 
 
