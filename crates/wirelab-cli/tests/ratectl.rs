@@ -245,8 +245,7 @@ port = 7002
     let state = |port: u16, t: f64| {
         r.rate_series
             .iter()
-            .filter(|x| x.conn == format!("udp *:{port}") && x.time_s <= t + 1e-9)
-            .last()
+            .rfind(|x| x.conn == format!("udp *:{port}") && x.time_s <= t + 1e-9)
             .map(|x| x.mode.clone())
             .unwrap_or_default()
     };
