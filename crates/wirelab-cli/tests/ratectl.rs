@@ -267,3 +267,69 @@ port = 7002
     // the calm sender's 250 datagrams from 1 s on: all after 1.1 s delivered
     assert!(s2.rx_packets >= 100 + 240, "{}", s2.rx_packets);
 }
+
+/// §6.4 (changing the MSS mid-stream) through scenario events: the receiver offers a
+/// fixed 1280-byte window (below the 1448-byte MSS) and, with `rate_mss_option = window`,
+/// re-advertises an MSS of 1280 on its ACKs. At 4 s the sender's app sets `TCP_MAXSEG`
+/// 500: accepted, no effect (Linux); at 8 s it switches the wirelab `midstream_mss`
+/// extension on and follows the ACKs' option from then on.
+#[test]
+fn midstream_mss_events() {
+    let text = r#"[scenario]
+name = "mss-midstream"
+duration = "12s"
+profile = "linux-2.2"
+
+[[node]]
+name = "ford"
+[[node]]
+name = "oid"
+sysctl = { "net.ipv4.rate_status" = 1, "net.ipv4.rate_fixed_window" = 1280, "net.ipv4.rate_mss_option" = "window" }
+
+[[link]]
+a = { node = "ford" }
+b = { node = "oid" }
+netem = "rate 10mbit delay 150us"
+
+[[app]]
+name = "ttcp"
+kind = "tcp-bulk"
+node = "ford"
+dst = "oid:5001"
+size = 8192
+[[app]]
+name = "sink"
+kind = "tcp-sink"
+node = "oid"
+port = 5001
+
+[[event]]
+at = "4s"
+app = "ttcp"
+action = "setsockopt"
+mss = 500
+
+[[event]]
+at = "8s"
+app = "ttcp"
+action = "setsockopt"
+midstream_mss = true
+
+[measure]
+sample_interval = "1s"
+"#;
+    let r = common::run(text, None);
+    let rx = |t0: f64, t1: f64| {
+        let at = |t: f64| r.flow_series.iter().filter(|x| x.flow == "sink" && x.time_s <= t + 1e-9).map(|x| x.rx_bytes).max().unwrap_or(0);
+        (at(t1) - at(t0)) as f64 * 8.0 / (t1 - t0)
+    };
+    let (before, after_maxseg, honoured) = (rx(1.0, 4.0), rx(5.0, 8.0), rx(9.0, 12.0));
+    eprintln!("{before:.0} {after_maxseg:.0} {honoured:.0} bit/s");
+    // sub-MSS window: one 1280-byte segment per window probe (~210 ms) → ≈ 49 kbit/s
+    assert!((40e3..60e3).contains(&before), "{before}");
+    assert_eq!(before, after_maxseg, "TCP_MAXSEG on an established connection changes nothing");
+    // honoured: 1268-byte segments, stop-and-wait on a 0.3-ms round trip → megabits
+    assert!(honoured > 5e6, "{honoured}");
+    let ttcp = r.flows.iter().find(|f| f.name == "ttcp").unwrap();
+    assert_eq!(ttcp.error, "", "both setsockopt calls succeed");
+}
