@@ -156,6 +156,14 @@ impl App {
         }
     }
 
+    /// A `tcp-rr` client's completed transactions: request start times and latencies (ns).
+    pub fn rr_latencies(&self) -> Option<(&[wirelab_core::Instant], &[u64])> {
+        match &self.kind {
+            AppKind::TcpRr(r) => Some((&r.latency_starts, &r.latencies)),
+            _ => None,
+        }
+    }
+
     /// Calls `f` for each live TCP socket of this app (for time series).
     pub fn tcp_sockets(&self, f: &mut dyn FnMut(wirelab_tcp::SocketId)) {
         match &self.kind {

@@ -356,6 +356,18 @@ snapshot_row! {
     }
 }
 
+/// One completed `tcp-rr` transaction (`rr_latency.csv`): what the application saw,
+/// whichever transport carried it (TCP, or SCTP under the shim).
+#[derive(Clone, Debug, Serialize)]
+pub struct RrLatency {
+    /// The `tcp-rr` app.
+    pub flow: String,
+    /// When the request was written (s).
+    pub start_s: f64,
+    /// Request written → whole response read (ms).
+    pub latency_ms: f64,
+}
+
 /// A receiver-side rate-control row (seed 003): one controlled TCP connection per sample,
 /// the columns of the thesis's `/proc/net/tcp_rate` plus the window in force.
 #[derive(Clone, Debug, Serialize)]
