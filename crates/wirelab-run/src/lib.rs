@@ -36,7 +36,7 @@ pub fn run_scenario(scenario: &Path, out: &Path, seed: Option<u64>, set: &[Strin
 /// total s)` is called about 200 times per run.
 pub fn run_loaded(sc: &Scenario, out: &Path, seed: Option<u64>, progress: &mut dyn FnMut(f64, f64)) -> Result<RunOutcome, (i32, String)> {
     std::fs::create_dir_all(out).map_err(|e| (1, format!("error: cannot create {}: {e}", out.display())))?;
-    let built = sc.build(&BuildOptions { seed, out_dir: Some(out.to_path_buf()) }).map_err(|e| (2, format!("error: {e}")))?;
+    let built = sc.build(&BuildOptions { seed, out_dir: Some(out.to_path_buf()), live: false }).map_err(|e| (2, format!("error: {e}")))?;
     let mut sim = built.sim;
     let total = built.duration.as_secs_f64();
     let wall = WallInstant::now();

@@ -49,6 +49,8 @@ pub struct SctpEndpoint {
     dirty: VecDeque<u32>,
     replies: VecDeque<(Transmit, Vec<u8>)>,
     events: VecDeque<(SocketId, SockEvent)>,
+    /// SCTP over UDP: remote encapsulation ports (RFC 6951; `crate::encap`).
+    pub(crate) encap: crate::encap::EncapPorts,
 }
 
 impl SctpEndpoint {
@@ -66,6 +68,7 @@ impl SctpEndpoint {
             dirty: VecDeque::new(),
             replies: VecDeque::new(),
             events: VecDeque::new(),
+            encap: crate::encap::EncapPorts::default(),
         }
     }
 
