@@ -4,10 +4,13 @@
 //!
 //! * The host listens on one UDP port, `net.sctp.udp_port` (0 = off; 9899 is IANA's
 //!   `sctp-tunneling`). It is the source port of every encapsulated packet.
-//! * The remote port is per destination address (§5.1): learned from the source port of
-//!   the last valid encapsulated packet from that address, and reset to "plain SCTP" by a
-//!   plain one (§5.4); `net.sctp.encap_port` is the port used for an address nothing was
-//!   heard from yet (Linux: `sp->encap_port` copied to every new transport).
+//! * The remote port is per destination address of an association (§5.1; Linux
+//!   `transport->encap_port`): learned from the source port of the last valid encapsulated
+//!   packet of that transport, and reset to "plain SCTP" by a plain one (§5.4);
+//!   `net.sctp.encap_port` is the port used for a transport nothing was heard from yet
+//!   (Linux: `sp->encap_port` copied to every new transport). A transport is keyed by peer
+//!   address and the two SCTP ports, so two peers behind one address (two usrsctp
+//!   processes on one host, each with its own UDP port) keep their own ports.
 //! * Checksums (§5.3, §5.4): the SCTP CRC32c is always computed and always verified (a
 //!   NIC's CRC offload cannot vouch for a tunnelled packet; Linux computes it in software
 //!   when `tp->encap_port` is set, `sctp_packet_pack()`); the UDP checksum is computed
@@ -15,9 +18,9 @@
 //! * PMTU (§5.6): the UDP header is charged against the MTU ([`SctpConfig::frag_point`],
 //!   Linux `sctp_mtu_payload()` adds `sizeof(struct udphdr)` when `udp_port` is set).
 //!
-//! Deviation: the remote port is learned per peer address at the endpoint, before the
-//! verification-tag check of the association lookup (§5.4 stores it after that check);
-//! with one association per peer address, as in every wirelab scenario, this is the same.
+//! Deviation: the port is learned at the endpoint from any checksum-valid packet, before
+//! the association lookup checks the verification tag (§5.4 stores it after that check):
+//! a packet with a forged tag could redirect a transport's encapsulation port.
 use crate::config::SctpConfig;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -28,34 +31,50 @@ use wirelab_wire::udp::{UdpPacket, UdpRepr};
 /// UDP header bytes.
 pub const UDP_HDR: usize = 8;
 
-/// Remote UDP encapsulation ports by peer address (0 = send plain SCTP).
+/// An SCTP transport as the encapsulation sees it: (peer address, local SCTP port, peer
+/// SCTP port) — one association's path to one peer address.
+pub type TransportKey = (Ipv4Addr, u16, u16);
+
+/// Remote UDP encapsulation ports per transport (0 = send plain SCTP).
 #[derive(Debug, Default, Clone)]
 pub struct EncapPorts {
-    ports: HashMap<Ipv4Addr, u16>,
+    ports: HashMap<TransportKey, u16>,
+}
+
+/// The transport key of an SCTP packet sent to `dst` (`sctp` starts at the common header).
+pub fn key_out(dst: Ipv4Addr, sctp: &[u8]) -> Option<TransportKey> {
+    let h = sctp.get(..4)?;
+    Some((dst, u16::from_be_bytes([h[0], h[1]]), u16::from_be_bytes([h[2], h[3]])))
+}
+
+/// The transport key of an SCTP packet received from `src`.
+pub fn key_in(src: Ipv4Addr, sctp: &[u8]) -> Option<TransportKey> {
+    let h = sctp.get(..4)?;
+    Some((src, u16::from_be_bytes([h[2], h[3]]), u16::from_be_bytes([h[0], h[1]])))
 }
 
 impl EncapPorts {
-    /// The remote port for `dst`, or `None` to send plain SCTP. `udp_port` and
+    /// The remote port for transport `k`, or `None` to send plain SCTP. `udp_port` and
     /// `encap_port` are the two sysctls ([`SctpConfig::udp_port`], [`SctpConfig::encap_port`]).
     #[inline]
-    pub fn port_for(&self, udp_port: u16, encap_port: u16, dst: Ipv4Addr) -> Option<u16> {
+    pub fn port_for(&self, udp_port: u16, encap_port: u16, k: TransportKey) -> Option<u16> {
         if udp_port == 0 {
             return None;
         }
-        let p = self.ports.get(&dst).copied().unwrap_or(encap_port);
+        let p = self.ports.get(&k).copied().unwrap_or(encap_port);
         (p != 0).then_some(p)
     }
 
-    /// A valid packet from `src` arrived encapsulated from UDP port `port`, or plain (0).
+    /// A valid packet of transport `k` arrived encapsulated from UDP port `port`, or plain (0).
     #[inline]
-    pub fn learn(&mut self, udp_port: u16, encap_port: u16, src: Ipv4Addr, port: u16) {
+    pub fn learn(&mut self, udp_port: u16, encap_port: u16, k: TransportKey, port: u16) {
         if udp_port == 0 {
             return;
         }
-        if port == 0 && !self.ports.contains_key(&src) && encap_port == 0 {
+        if port == 0 && !self.ports.contains_key(&k) && encap_port == 0 {
             return; // plain stays plain: no entry needed
         }
-        self.ports.insert(src, port);
+        self.ports.insert(k, port);
     }
 }
 
@@ -120,16 +139,24 @@ mod test {
     #[test]
     fn remote_port_is_per_address_learned_and_reset_by_plain_packets() {
         let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        // a packet from a:5000 to our port 80 and one we send back are the same transport
+        let rx = key_in(a, &[0x13, 0x88, 0, 80]).unwrap();
+        assert_eq!(rx, key_out(a, &[0, 80, 0x13, 0x88]).unwrap());
+        let other = key_out(a, &[0, 81, 0x13, 0x88]).unwrap();
         let mut e = EncapPorts::default();
-        assert_eq!(e.port_for(9899, 0, a), None);
-        e.learn(9899, 0, a, 5555);
-        assert_eq!(e.port_for(9899, 0, a), Some(5555));
-        assert_eq!(e.port_for(9899, 0, b), None);
-        e.learn(9899, 0, a, 0);
-        assert_eq!(e.port_for(9899, 0, a), None);
-        // net.sctp.encap_port is the default for unknown addresses
-        assert_eq!(e.port_for(9899, 9899, b), Some(9899));
+        assert_eq!(e.port_for(9899, 0, rx), None);
+        e.learn(9899, 0, rx, 5555);
+        assert_eq!(e.port_for(9899, 0, rx), Some(5555));
+        // another association to the same address keeps its own port
+        assert_eq!(e.port_for(9899, 0, other), None);
+        e.learn(9899, 0, other, 9900);
+        assert_eq!((e.port_for(9899, 0, rx), e.port_for(9899, 0, other)), (Some(5555), Some(9900)));
+        e.learn(9899, 0, rx, 0);
+        assert_eq!(e.port_for(9899, 0, rx), None);
+        // net.sctp.encap_port is the default for unknown transports
+        let kb = key_out(b, &[0, 80, 0, 80]).unwrap();
+        assert_eq!(e.port_for(9899, 9899, kb), Some(9899));
         // without a local tunneling port nothing is encapsulated
-        assert_eq!(e.port_for(0, 9899, b), None);
+        assert_eq!(e.port_for(0, 9899, kb), None);
     }
 }

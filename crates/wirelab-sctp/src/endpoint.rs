@@ -136,8 +136,9 @@ impl SctpEndpoint {
         self.tidy();
     }
 
-    /// Writes the next packet after the `HEADROOM` bytes already in `buf`.
-    pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+    /// Writes the next SCTP packet after the `HEADROOM` bytes already in `buf`
+    /// (`poll_transmit`, in engine.rs, adds the UDP encapsulation).
+    pub(crate) fn poll_transmit_sctp(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         buf.truncate(HEADROOM.min(buf.len()));
         buf.resize(HEADROOM, 0);
         if let Some((t, bytes)) = self.replies.pop_front() {
