@@ -155,6 +155,10 @@ pub fn live_loaded(sc: &Scenario, out: &Path, seed: Option<u64>, stop: &dyn Fn()
             }
         }
     }
+    for (t, n) in tuns.ifaces.iter().zip(sc.doc.nodes.iter().filter(|n| Scenario::is_tun(n))) {
+        let want: Vec<(bool, u16)> = n.ready.iter().filter_map(|r| Scenario::ready_socket(r.get_ref())).collect();
+        procs::wait_ready(&t.netns, &want, std::time::Duration::from_secs(30)).map_err(|e| (1, format!("error: node `{}`: {e}", t.node_name)))?;
+    }
     let has_run = procs.iter().any(|p| p.info.kind == "run");
     let clock = driver::Clock::start();
     let t0_unix_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);

@@ -111,3 +111,31 @@ impl Drop for Proc {
         self.stop(Duration::from_millis(500));
     }
 }
+
+/// Waits until every `(tcp?, port)` socket is open in namespace `netns` (`ss -Hln`: a TCP
+/// listener, or a bound UDP socket), or `timeout`.
+pub fn wait_ready(netns: &str, want: &[(bool, u16)], timeout: Duration) -> Result<(), String> {
+    if want.is_empty() {
+        return Ok(());
+    }
+    let t = Instant::now();
+    loop {
+        let o = Command::new("ip").args(["netns", "exec", netns, "ss", "-Hlntu"]).output().map_err(|e| format!("cannot run ss: {e}"))?;
+        let text = String::from_utf8_lossy(&o.stdout);
+        let open = |tcp: bool, port: u16| {
+            text.lines().any(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                // Netid State Recv-Q Send-Q Local:Port Peer:Port
+                f.len() >= 5 && f[0] == if tcp { "tcp" } else { "udp" } && f[4].rsplit(':').next() == Some(&port.to_string())
+            })
+        };
+        let missing: Vec<String> = want.iter().filter(|(tcp, p)| !open(*tcp, *p)).map(|(tcp, p)| format!("{}:{p}", if *tcp { "tcp" } else { "udp" })).collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        if t.elapsed() > timeout {
+            return Err(format!("{} not open after {:?} (ready = [...]); see the command logs under cmd/", missing.join(", "), timeout));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

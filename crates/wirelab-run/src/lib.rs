@@ -50,7 +50,8 @@ pub fn run_loaded(sc: &Scenario, out: &Path, seed: Option<u64>, progress: &mut d
 
 /// Parsing and building a scenario without running it (`wirelab validate`).
 pub fn validate(scenario: &Path, set: &[String]) -> Result<Scenario, wirelab_scenario::ScenarioError> {
-    Scenario::load(scenario, set).and_then(|s| s.build(&BuildOptions::default()).map(|_| s))
+    // a scenario with `tun` nodes validates too (it is for `wirelab live`)
+    Scenario::load(scenario, set).and_then(|s| s.build(&BuildOptions { live: true, ..Default::default() }).map(|_| s))
 }
 
 /// `wirelab run`: runs a scenario with a progress bar on a terminal (or with

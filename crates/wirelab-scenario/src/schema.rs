@@ -88,6 +88,11 @@ pub struct NodeSpec {
     /// stopped at the end of the live run.
     #[serde(default)]
     pub spawn: Vec<S>,
+    /// `tun` nodes: sockets the commands must have open before the clock starts, as
+    /// `tcp:PORT` (listening) or `udp:PORT` (bound), e.g. `["tcp:8000"]`: simulated clients
+    /// then never race a server that is still starting.
+    #[serde(default)]
+    pub ready: Vec<S>,
     /// Stack profile, e.g. `linux-3.14`.
     #[serde(default)]
     pub profile: Option<S>,
@@ -572,6 +577,17 @@ impl Scenario {
         Ok(())
     }
 
+    /// A `ready` entry as `(is_tcp, port)`.
+    pub fn ready_socket(s: &str) -> Option<(bool, u16)> {
+        let (proto, port) = s.split_once(':')?;
+        let port = port.parse::<u16>().ok().filter(|p| *p != 0)?;
+        match proto {
+            "tcp" => Some((true, port)),
+            "udp" => Some((false, port)),
+            _ => None,
+        }
+    }
+
     /// True if node `n` is a live-mode TUN node.
     pub fn is_tun(n: &NodeSpec) -> bool {
         n.kind.as_ref().is_some_and(|k| k.get_ref() == "tun")
@@ -581,7 +597,7 @@ impl Scenario {
     /// namespace name is one `ip netns` accepts.
     fn validate_tun_node(&self, n: &NodeSpec) -> Result<(), ScenarioError> {
         if !Self::is_tun(n) {
-            let stray = n.netns.as_ref().map(|s| ("netns", span(s))).or(n.run.first().map(|s| ("run", span(s)))).or(n.spawn.first().map(|s| ("spawn", span(s))));
+            let stray = n.netns.as_ref().map(|s| ("netns", span(s))).or(n.run.first().map(|s| ("run", span(s)))).or(n.spawn.first().map(|s| ("spawn", span(s)))).or(n.ready.first().map(|s| ("ready", span(s))));
             if let Some((k, sp)) = stray {
                 return Err(self.error_at(sp, format!("`{k}` is for nodes of kind `tun` (live mode); node `{}` is not one", n.name.get_ref())));
             }
@@ -592,6 +608,11 @@ impl Scenario {
         }
         if let Some(sh) = n.shim.as_ref().and_then(|s| s.first()) {
             return Err(self.error_at(span(sh), "a `tun` node takes no `shim` rules"));
+        }
+        for r in &n.ready {
+            if Self::ready_socket(r.get_ref()).is_none() {
+                return Err(self.error_at(span(r), format!("`{}` is not `tcp:PORT` or `udp:PORT`", r.get_ref())));
+            }
         }
         if let Some(ns) = &n.netns {
             let ok = !ns.get_ref().is_empty() && ns.get_ref().len() <= 64 && ns.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) && !ns.get_ref().starts_with('.');

@@ -5,6 +5,8 @@
   kpeer.py recv PORT                  accept one connection, read to EOF, close
   kpeer.py send HOST PORT BYTES SEED  connect, write BYTES pseudo-random bytes, half-close,
                                       read to EOF (the peer's close: all data arrived)
+  kpeer.py send-for HOST PORT SECONDS  connect, write as fast as the connection takes for
+                                      SECONDS, then half-close and read to EOF
 
 Prints one JSON line: {"mode", "bytes", "sha256", "seconds", "cc"}.
 """
@@ -62,9 +64,29 @@ def send(host, port, nbytes, seed):
     return out
 
 
+def send_for(host, port, seconds):
+    s = socket.create_connection((host, port), timeout=120)
+    t0 = time.monotonic()
+    b = bytes(1 << 16)
+    n = 0
+    while time.monotonic() - t0 < seconds:
+        n += s.send(b)
+    s.shutdown(socket.SHUT_WR)
+    while s.recv(1 << 16):
+        pass
+    out = {"mode": "send-for", "bytes": n, "sha256": "", "seconds": time.monotonic() - t0, "cc": cc_of(s)}
+    s.close()
+    return out
+
+
 def main():
     a = sys.argv[1:]
-    r = recv(int(a[1])) if a[0] == "recv" else send(a[1], int(a[2]), int(a[3]), int(a[4]))
+    if a[0] == "recv":
+        r = recv(int(a[1]))
+    elif a[0] == "send-for":
+        r = send_for(a[1], int(a[2]), float(a[3]))
+    else:
+        r = send(a[1], int(a[2]), int(a[3]), int(a[4]))
     print(json.dumps(r), flush=True)
 
 
