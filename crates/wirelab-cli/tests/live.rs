@@ -324,3 +324,58 @@ fn tun_nodes_need_wirelab_live_and_take_no_apps() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("`run` is for nodes of kind `tun`"), "{err}");
 }
+
+#[test]
+fn curl_fetches_from_python_http_server_through_an_htb_sfq_bottleneck() {
+    let _g = live_test_guard!("curl");
+    let out = tmp("curl");
+    let sc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/live/curl-htb-sfq.toml");
+    let dir = out.join("run");
+    let (code, so, se) = wirelab(&["live", sc.to_str().unwrap(), "--out", dir.to_str().unwrap()]);
+    eprintln!("{so}{se}");
+    assert_eq!(code, 0);
+    let log = std::fs::read_to_string(dir.join("cmd/cli-run-0.log")).unwrap();
+    // "a 200 4000000 554288": file, HTTP status, bytes, bytes/s
+    let speeds: Vec<f64> = log
+        .lines()
+        .filter(|l| l.starts_with("a ") || l.starts_with("b "))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!((f[1], f[2]), ("200", "4000000"), "{l}");
+            f[3].parse().unwrap()
+        })
+        .collect();
+    assert_eq!(speeds.len(), 2, "{log}");
+    // the files arrived intact
+    let sums: Vec<&str> = log.lines().filter(|l| l.contains(".bin")).map(|l| l.split_whitespace().next().unwrap()).collect();
+    assert_eq!(sums.len(), 4, "{log}");
+    assert!(sums[0] == sums[1] && sums[2] == sums[3] && sums[0] != sums[2], "{log}");
+    // HTB shaped them to 10 Mbit/s (frames counted with their 14-byte Ethernet header), SFQ
+    // shared it: both downloads got about half
+    let total = (speeds[0] + speeds[1]) * 8.0;
+    assert!(total < 10e6 && total > 6e6, "aggregate {total} bit/s");
+    let ratio = speeds[0] / speeds[1];
+    assert!((0.7..1.43).contains(&ratio), "SFQ shares: {speeds:?}");
+    let q = std::fs::read_to_string(dir.join("queues.csv")).unwrap();
+    let htb = q.lines().find(|l| l.starts_with("r:eth0,class,1:10,")).unwrap();
+    let sent: u64 = htb.split(',').nth(4).unwrap().parse().unwrap();
+    assert!(sent > 8_000_000, "{htb}");
+}
+
+#[test]
+fn icmp_port_unreachable_for_the_udp_tunnel_aborts_an_sctp_association_in_cookie_wait() {
+    let _g = live_test_guard!();
+    let out = tmp("icmp");
+    // nothing listens on UDP 9899 in the kernel's namespace: its ICMP port unreachable is
+    // SCTP's protocol unreachable (RFC 6951 §5.5), which ends COOKIE-WAIT at once instead
+    // of 8 INIT retransmissions (RTO.Initial 3 s, doubling)
+    let h = "[node.sysctl]\n\"net.sctp.udp_port\" = 9899\n\"net.sctp.encap_port\" = 9899\n";
+    let apps = "[[app]]\nname = \"bulk\"\nkind = \"sctp-bulk\"\nnode = \"h\"\ndst = \"10.0.1.2:5000\"\nbytes = 100000\nstart = \"200ms\"\n";
+    let (code, v) = live(&kernel_and_wirelab(&[], "rate 20mbit delay 20ms", h, apps, "2s"), &out);
+    assert_eq!(code, 0);
+    let bulk = flow(&v, "bulk");
+    assert_eq!(bulk["state"], "failed", "{bulk:#}");
+    let pcap = out.join("run/pcap/k-eth0.pcap");
+    assert_eq!(tshark(&pcap, &[], "sctp.chunk_type == 1 && !icmp").len(), 1, "one INIT, no retransmission");
+    assert_eq!(tshark(&pcap, &[], "icmp.type == 3 && icmp.code == 3").len(), 1, "the kernel's port unreachable");
+}

@@ -198,7 +198,7 @@ pub fn live_loaded(sc: &Scenario, out: &Path, seed: Option<u64>, stop: &dyn Fn()
     let results = sim.finish().map_err(|e| (1, format!("error: writing captures: {e}")))?;
     let mut warnings = Vec::new();
     let lag = st.event_lag.summary();
-    if lag.p99_ns > LAG_WARN_NS {
+    if lag.count >= 100 && lag.p99_ns > LAG_WARN_NS {
         warnings.push(format!(
             "the machine did not keep up: events ran {:.3} ms late at the 99th percentile ({:.3} ms max, {} events over 1 ms); timing-sensitive results (RTT, rates) are skewed by that much",
             lag.p99_ns as f64 / 1e6,

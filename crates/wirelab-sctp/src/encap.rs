@@ -18,6 +18,10 @@
 //! * PMTU (§5.6): the UDP header is charged against the MTU ([`SctpConfig::frag_point`],
 //!   Linux `sctp_mtu_payload()` adds `sizeof(struct udphdr)` when `udp_port` is set).
 //!
+//! * ICMP (§5.5): a port unreachable for the tunneling port is handled as SCTP's protocol
+//!   unreachable ([`icmp_unreachable`]): after the verification-tag check it aborts an
+//!   association still in COOKIE-WAIT, as Linux does for plain SCTP.
+//!
 //! Deviation: the port is learned at the endpoint from any checksum-valid packet, before
 //! the association lookup checks the verification tag (§5.4 stores it after that check):
 //! a packet with a forged tag could redirect a transport's encapsulation port.
@@ -94,6 +98,44 @@ pub fn decap<'a>(cfg: &SctpConfig, src: Ipv4Addr, dst: Ipv4Addr, udp: &'a [u8]) 
     Some((sport, &udp[UDP_HDR..len]))
 }
 
+/// What an ICMP error says about a packet this host sent: `(local SCTP port, peer SCTP
+/// port, peer address, verification tag, INIT initiate tag if the quote has one)`, for an
+/// ICMP destination unreachable that RFC 6951 §5.5 makes a protocol unreachable: a port
+/// unreachable quoting a UDP datagram from our tunneling port (the peer's stack is not
+/// listening), or a protocol unreachable quoting plain SCTP. `None` for anything else, and
+/// when the quote is too short to check the verification tag (§5.5: discard).
+pub fn icmp_unreachable(udp_port: u16, icmp: &[u8]) -> Option<(u16, u16, Ipv4Addr, u32, Option<u32>)> {
+    const DEST_UNREACH: u8 = 3;
+    const PROTO_UNREACH: u8 = 2;
+    const PORT_UNREACH: u8 = 3;
+    let (&ty, &code) = (icmp.first()?, icmp.get(1)?);
+    if ty != DEST_UNREACH {
+        return None;
+    }
+    let quote = icmp.get(8..)?;
+    let ihl = ((*quote.first()? & 0x0f) as usize) * 4;
+    let proto = *quote.get(9)?;
+    let dst = Ipv4Addr::new(*quote.get(16)?, quote[17], quote[18], quote[19]);
+    let inner = quote.get(ihl..)?;
+    let sctp = match (code, proto) {
+        (PORT_UNREACH, ip_proto::UDP) if udp_port != 0 => {
+            let sport = u16::from_be_bytes([*inner.first()?, *inner.get(1)?]);
+            if sport != udp_port {
+                return None;
+            }
+            inner.get(UDP_HDR..)?
+        }
+        (PROTO_UNREACH, ip_proto::SCTP) => inner,
+        _ => return None,
+    };
+    let h = sctp.get(..12)?;
+    let (lport, pport) = (u16::from_be_bytes([h[0], h[1]]), u16::from_be_bytes([h[2], h[3]]));
+    let vtag = u32::from_be_bytes([h[4], h[5], h[6], h[7]]);
+    // an INIT (tag 0): its initiate tag follows the chunk header
+    let init_tag = sctp.get(12..20).filter(|c| c[0] == 1).map(|c| u32::from_be_bytes([c[4], c[5], c[6], c[7]]));
+    Some((lport, pport, dst, vtag, init_tag))
+}
+
 /// Wraps the SCTP packet in `buf[HEADROOM..]` in a UDP header from the tunneling port to
 /// `dport`, with its checksum, and makes `t` a UDP transmit.
 pub fn wrap(buf: &mut Vec<u8>, t: &mut Transmit, sport: u16, dport: u16) {
@@ -134,6 +176,24 @@ mod test {
         bad[6] = 0;
         bad[7] = 0;
         assert!(decap(&rx, a, b, &bad).is_some());
+    }
+
+    #[test]
+    fn icmp_port_unreachable_for_the_tunnel_quotes_the_init() {
+        // ICMP 3/3 quoting IPv4 (10.0.0.1 -> 10.0.0.2, UDP) + UDP 9899 -> 9899 + SCTP INIT
+        let mut m = vec![3u8, 3, 0, 0, 0, 0, 0, 0];
+        let mut ip = vec![0x45, 0, 0, 0, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
+        m.append(&mut ip);
+        m.extend_from_slice(&[0x26, 0xab, 0x26, 0xab, 0, 40, 0, 0]);
+        m.extend_from_slice(&[0xc0, 0x00, 0x13, 0x88, 0, 0, 0, 0, 0, 0, 0, 0]); // ports 49152 -> 5000, vtag 0
+        m.extend_from_slice(&[1, 0, 0, 20, 0xde, 0xad, 0xbe, 0xef]); // INIT, initiate tag
+        assert_eq!(icmp_unreachable(9899, &m), Some((49152, 5000, Ipv4Addr::new(10, 0, 0, 2), 0, Some(0xdead_beef))));
+        // not from our tunneling port, not port unreachable, or too short: ignored
+        assert_eq!(icmp_unreachable(9900, &m), None);
+        let mut other = m.clone();
+        other[1] = 1;
+        assert_eq!(icmp_unreachable(9899, &other), None);
+        assert_eq!(icmp_unreachable(9899, &m[..8 + 20 + 8 + 8]), None);
     }
 
     #[test]

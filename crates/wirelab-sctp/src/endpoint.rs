@@ -376,6 +376,22 @@ impl SctpEndpoint {
     }
 
     /// Runs `f` on association `idx`, then updates timers, output and events.
+    /// An ICMP protocol unreachable (or, over UDP, port unreachable) quoting a packet we
+    /// sent from `lport` to `peer:pport` with verification tag `vtag` (the INIT's initiate
+    /// tag when `vtag` is 0): Linux `sctp_err_lookup()` checks the tag, then
+    /// `sctp_icmp_proto_unreachable()` aborts an association in COOKIE-WAIT
+    /// (`sctp_sf_cookie_wait_icmp_abort`, ECONNREFUSED) and ignores it in other states.
+    pub(crate) fn icmp_proto_unreachable(&mut self, lport: u16, pport: u16, peer: Ipv4Addr, vtag: u32, init_tag: Option<u32>) {
+        let Some(&idx) = self.by_peer.get(&(lport, pport, peer)) else { return };
+        let Some(Slot::Assoc(a)) = self.slots.get(idx as usize) else { return };
+        let tag_ok = if vtag == 0 { init_tag == Some(a.my_tag) } else { vtag == a.peer_tag };
+        if !tag_ok || a.state != AssocState::CookieWait {
+            return;
+        }
+        self.with_assoc(idx, |a, _, _| a.on_abort());
+        self.tidy();
+    }
+
     fn with_assoc(&mut self, idx: u32, f: impl FnOnce(&mut Assoc, &SctpConfig, &mut Rng)) {
         let Some(Slot::Assoc(a)) = self.slots.get_mut(idx as usize) else { return };
         let was_readable = a.readable();

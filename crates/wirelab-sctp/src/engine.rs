@@ -34,6 +34,13 @@ impl Engine for SctpEndpoint {
             self.handle_packet_csum(now, d.src, d.dst, d.tos, inner, false);
             return;
         }
+        if d.proto == wirelab_wire::ip_proto::ICMP {
+            // RFC 6951 §5.5 / RFC 9260 appendix C: protocol unreachable
+            if let Some((lport, pport, peer, vtag, init_tag)) = encap::icmp_unreachable(self.config().udp_port, d.payload) {
+                self.icmp_proto_unreachable(lport, pport, peer, vtag, init_tag);
+            }
+            return;
+        }
         if d.proto != wirelab_wire::ip_proto::SCTP {
             return;
         }

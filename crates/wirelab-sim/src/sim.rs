@@ -1086,6 +1086,12 @@ impl Sim {
                 self.deliver_to_stack(n, pkt, src, dst);
                 return;
             }
+            wirelab_wire::ip_proto::ICMP if self.nodes[n as usize].stack.is_some() => {
+                // ICMP errors (from a live run's kernel) reach the engines: SCTP turns a
+                // port unreachable for its UDP tunnel into an abort in COOKIE-WAIT
+                self.deliver_to_stack(n, pkt, src, dst);
+                return;
+            }
             _ => {
                 self.nodes[n as usize].counters.no_socket += 1;
             }
