@@ -11,16 +11,29 @@ KPEER=$(cd "$(dirname "$0")/.." && pwd)/crates/wirelab-live/tests/peers/kpeer.py
 TMP=$(mktemp -d /tmp/wirelab-live-tput.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 printf "%-28s %10s %9s %9s %9s %10s\n" case "Mbit/s" "lag p50" "lag p99" "lag max" "TUN pkt/s"
-run_case() { # name rate
-  local name=$1 rate=$2 f=$TMP/$1.toml
+run_case() { # name rate sender(kernel|wirelab)
+  local name=$1 rate=$2 f=$TMP/$1.toml a
+  if [ "$3" = kernel ]; then
+    a='kind = "tun"
+run = ["sleep 0.3; python3 '"$KPEER"' send-for 10.0.2.2 5001 '"$SECS"' > send.json"]'
+  else
+    a='[[app]]
+name = "bulk"
+kind = "tcp-bulk"
+node = "a"
+dst = "10.0.2.2:5001"
+start = "300ms"
+stop = "'"$SECS"'s"
+[[node]]'
+    a=${a%\[\[node\]\]}
+  fi
   cat >"$f" <<TOML
 [scenario]
 name = "tput"
 duration = "$((SECS + 20))s"
 [[node]]
 name = "a"
-kind = "tun"
-run = ["sleep 0.3; python3 $KPEER send-for 10.0.2.2 5001 $SECS > send.json"]
+$a
 [[node]]
 name = "b"
 kind = "tun"
@@ -51,5 +64,6 @@ print(f"{name:<28} {r['bytes'] * 8 / r['seconds'] / 1e6:10.1f} {lag['median_ns']
 PY
 }
 for rate in ${RATES:-50mbit 100mbit 200mbit 500mbit 1gbit}; do
-  run_case "kernel-kernel-$rate" "$rate"
+  run_case "kernel-kernel-$rate" "$rate" kernel
+  run_case "wirelab-kernel-$rate" "$rate" wirelab
 done
