@@ -262,19 +262,19 @@ pub struct AppSpec {
     pub stop: Option<S>,
 }
 
-/// Accepts a size as a string (`"5mb"`) or an integer byte count (`5000000`).
+/// Accepts a size as a string (`"5mb"`) or an integer byte count (`5000000`); anything
+/// else (a negative count, a float, a boolean) is an error saying what is expected.
 fn size_or_int<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<S>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum V {
-        I(u64),
-        S(String),
-    }
-    let v: Spanned<V> = Spanned::deserialize(d)?;
+    let v: Spanned<toml::Value> = Spanned::deserialize(d)?;
     let span = v.span();
     let s = match v.into_inner() {
-        V::I(i) => i.to_string(),
-        V::S(s) => s,
+        toml::Value::Integer(i) if i >= 0 => i.to_string(),
+        toml::Value::String(s) => s,
+        other => {
+            return Err(serde::de::Error::custom(format!(
+                "expected a size like \"25mb\" or \"500kb\", or a byte count 0..=18446744073709551615, got {other}"
+            )))
+        }
     };
     Ok(Some(Spanned::new(span, s)))
 }
@@ -574,7 +574,7 @@ impl Scenario {
                 return Err(self.error_at(span(c), format!("no node named `{node}`; expected NODE or NODE:IFACE")));
             }
         }
-        Ok(())
+        crate::validate::check(self)
     }
 
     /// A `ready` entry as `(is_tcp, port)`.

@@ -67,11 +67,6 @@ pub fn sysctl_text(v: &toml::Value) -> Option<String> {
     }
 }
 
-/// True if an `ip_forward` value turns forwarding on (`1` or `"1"`).
-pub fn forwarding_on(v: &toml::Value) -> bool {
-    matches!(v, toml::Value::Integer(1)) || v.as_str() == Some("1")
-}
-
 #[cfg(test)]
 mod test {
     use super::*;
@@ -103,7 +98,5 @@ mod test {
         assert_eq!(sysctl_text(&v).unwrap(), "4096 131072 6291456");
         assert_eq!(sysctl_text(&toml::Value::Boolean(true)).unwrap(), "1");
         assert!(sysctl_text(&toml::Value::Float(1.5)).is_none());
-        assert!(forwarding_on(&toml::Value::String("1".into())));
-        assert!(!forwarding_on(&toml::Value::Integer(0)));
     }
 }

@@ -161,7 +161,15 @@ pub struct Sim {
     ev_scratch: Vec<(u32, AppInput)>,
     /// Packets that arrived at external nodes, for the live driver to write out.
     external_out: Vec<(NodeId, Vec<u8>)>,
+    /// Resource guard called every `mask + 1` events (see [`Sim::set_watch`]).
+    watch: Option<(u64, Watch)>,
+    /// Why the run stopped early, if a watch stopped it.
+    pub(crate) stopped: Option<String>,
 }
+
+/// A check the run loop calls every few thousand events with (now, events so far);
+/// returning a reason stops the run there (resource guards: memory, capture bytes, disk).
+pub type Watch = Box<dyn FnMut(Instant, u64) -> Option<String> + Send>;
 
 /// Packet buffers kept for reuse.
 const POOL_MAX: usize = 8192;
@@ -199,7 +207,22 @@ impl Sim {
             pool: Vec::new(),
             ev_scratch: Vec::new(),
             external_out: Vec::new(),
+            watch: None,
+            stopped: None,
         }
+    }
+
+    /// Calls `w(now, events)` every `every` events (rounded up to a power of two) during
+    /// [`run`](Self::run); when it returns a reason, the run stops at that event (time does
+    /// not advance to `until`) and [`stopped`](Self::stopped) and the results carry the
+    /// reason. The recorded results up to there are intact.
+    pub fn set_watch(&mut self, every: u64, w: Watch) {
+        self.watch = Some((every.max(1).next_power_of_two() - 1, w));
+    }
+
+    /// Why the run stopped before `until`, if a watch stopped it.
+    pub fn stopped(&self) -> Option<&str> {
+        self.stopped.as_deref()
     }
 
     /// The run seed.
@@ -496,6 +519,14 @@ impl Sim {
                 progress(self.now);
                 next_progress = self.now + progress_every;
             }
+            if let Some((mask, w)) = &mut self.watch {
+                if self.counters.events & *mask == 0 {
+                    if let Some(why) = w(self.now, self.counters.events) {
+                        self.stopped = Some(why);
+                        break;
+                    }
+                }
+            }
         }
         self.end(until);
     }
@@ -531,9 +562,10 @@ impl Sim {
         self.events.peek_time()
     }
 
-    /// Ends the run at `until`: the clock moves there and the last sample is taken.
+    /// Ends the run at `until` (unless a watch stopped it early): the clock moves there and
+    /// the last sample is taken.
     pub fn end(&mut self, until: Instant) {
-        if self.now < until {
+        if self.now < until && self.stopped.is_none() {
             self.now = until;
         }
         self.sample();
@@ -827,6 +859,7 @@ impl Sim {
     }
 
     fn new_pkt(&mut self, data: Vec<u8>) -> Pkt {
+        self.rec.packet_bytes_hash(&data);
         let mut p = Pkt::new(data);
         p.meta.id = self.next_pkt_id;
         p.meta.created = self.now;
