@@ -389,3 +389,25 @@ fn icmp_port_unreachable_for_the_udp_tunnel_aborts_an_sctp_association_in_cookie
     assert_eq!(tshark(&pcap, &[], "sctp.chunk_type == 1 && !icmp").len(), 1, "one INIT, no retransmission");
     assert_eq!(tshark(&pcap, &[], "icmp.type == 3 && icmp.code == 3").len(), 1, "the kernel's port unreachable");
 }
+
+#[test]
+fn a_user_named_namespace_is_used_and_left_in_place_without_the_interface() {
+    let _g = live_test_guard!();
+    let out = tmp("netns");
+    let ns = format!("wltest-{}", std::process::id());
+    assert!(Command::new("ip").args(["netns", "add", &ns]).status().unwrap().success());
+    let kp = peers().join("kpeer.py");
+    let run = [format!("python3 {} send 10.0.2.2 5001 100000 1 > k-send.json", kp.display())];
+    let apps = "[[app]]\nname = \"sink\"\nkind = \"tcp-sink\"\nnode = \"h\"\nport = 5001\nsha256 = true\n";
+    let text = kernel_and_wirelab_k(&run, &format!("netns = \"{ns}\""), "rate 10mbit delay 5ms", "", apps, "30s");
+    let (code, v) = live(&text, &out);
+    let still = wirelab_live::netns::netns_list().contains(&ns);
+    let links = Command::new("ip").args(["-n", &ns, "-o", "link"]).output().unwrap();
+    let _ = Command::new("ip").args(["netns", "del", &ns]).status();
+    assert_eq!(code, 0);
+    assert_eq!(v["live"]["tun"][0]["netns"], ns.as_str());
+    assert!(still, "a namespace the user named was deleted");
+    assert!(!String::from_utf8_lossy(&links.stdout).contains("eth0"), "the TUN interface outlived the run");
+    let sent = json_line(&out.join("run/k-send.json"));
+    assert_eq!(flow(&v, "sink")["sha256"], sent["sha256"]);
+}
