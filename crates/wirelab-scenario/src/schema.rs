@@ -234,6 +234,10 @@ pub struct AppSpec {
     /// SCTP: bind only the route's source address instead of all interface addresses.
     #[serde(default)]
     pub single_homed: Option<bool>,
+    /// SCTP concurrent multipath transfer for this app's socket, 0…4 as FreeBSD's
+    /// `SCTP_CMT_ON_OFF` / `net.inet.sctp.cmt_on_off` (default: the node's sysctl).
+    #[serde(default)]
+    pub cmt: Option<Spanned<u8>>,
     /// `tcp-thin`: ± uniform jitter on the inter-transmission time (`10ms`).
     #[serde(default)]
     pub jitter: Option<S>,
@@ -377,9 +381,9 @@ pub const APP_KINDS: &[(&str, &[&str])] = &[
     ("tcp-echo", &["port", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss"]),
     ("tcp-thin", &["dst", "preset", "size", "interval", "jitter", "itt_dist", "replay", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "tos", "mss"]),
     ("tcp-rr", &["dst", "size", "interval", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "tos", "mss"]),
-    ("sctp-bulk", &["dst", "size", "bytes", "start", "stop", "nodelay", "sndbuf", "rcvbuf", "streams", "unordered", "single_homed"]),
-    ("sctp-sink", &["port", "nodelay", "sndbuf", "rcvbuf"]),
-    ("sctp-echo", &["port", "nodelay", "sndbuf", "rcvbuf"]),
+    ("sctp-bulk", &["dst", "size", "bytes", "start", "stop", "nodelay", "sndbuf", "rcvbuf", "streams", "unordered", "single_homed", "cmt"]),
+    ("sctp-sink", &["port", "nodelay", "sndbuf", "rcvbuf", "cmt"]),
+    ("sctp-echo", &["port", "nodelay", "sndbuf", "rcvbuf", "cmt"]),
 ];
 
 fn span<T>(s: &Spanned<T>) -> core::ops::Range<usize> {

@@ -33,14 +33,14 @@ pub fn stack_profile(name: &str) -> Result<StackConfig, String> {
 
 /// Applies one sysctl by its Linux name: `net.ipv4.rate_*` (and the rate-control names
 /// `wirelab_ratectl::SYSCTL_NAMES` lists) go to receiver-side rate control, `net.sctp.*`
-/// to SCTP, `net.core.*` to both TCP and SCTP (each engine takes the ones it models, an
+/// and FreeBSD's `net.inet.sctp.cmt_*` to SCTP, `net.core.*` to both TCP and SCTP (each engine takes the ones it models, an
 /// error only if neither does), every other name to TCP.
 pub fn apply_sysctl(stack: &mut StackConfig, key: &str, value: &str) -> Result<(), String> {
     let tcp = stack.tcp.get_or_insert_with(|| TcpConfig::profile("linux-6").expect("linux-6 profile"));
     let sctp = stack.sctp.get_or_insert_with(|| SctpConfig::profile("linux-6").expect("linux-6 profile"));
     if key.starts_with("net.ipv4.rate_") || key.starts_with("/proc/sys/net/ipv4/rate_") || wirelab_ratectl::SYSCTL_NAMES.contains(&key) {
         stack.rate.get_or_insert_with(wirelab_ratectl::RateConfig::default).set_sysctl(key, value)
-    } else if key.starts_with("net.sctp.") {
+    } else if key.starts_with("net.sctp.") || key.starts_with("net.inet.sctp.") {
         sctp.set_sysctl(key, value).map_err(|e| e.to_string())
     } else if key.starts_with("net.core.") {
         let a = tcp.set_sysctl(key, value);

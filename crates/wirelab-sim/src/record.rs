@@ -298,6 +298,14 @@ snapshot_row! {
         bytes_delivered: u64 = c.info.stats.bytes_delivered,
         /// Bytes cumulatively acked.
         bytes_acked: u64 = c.info.stats.bytes_acked,
+        /// Fast retransmit events.
+        fast_retransmits: u64 = c.info.stats.fast_retransmits,
+        /// T3-rtx timeouts.
+        t3_expiries: u64 = c.info.stats.t3_expiries,
+        /// Duplicate TSNs received (spurious retransmissions reaching this end).
+        dup_tsns: u64 = c.info.stats.dup_tsns,
+        /// SACKs sent.
+        sacks_sent: u64 = c.info.stats.sacks_sent,
     }
 }
 
@@ -339,6 +347,12 @@ snapshot_row! {
         srtt_ms: f64 = c.p.srtt_ms,
         /// Error count.
         error_count: u32 = c.p.error_count,
+        /// User bytes sent on the path, retransmissions included.
+        bytes_sent: u64 = c.p.bytes_sent,
+        /// User bytes acked while in flight on the path.
+        bytes_acked: u64 = c.p.bytes_acked,
+        /// DATA chunks retransmitted on the path.
+        retransmits: u64 = c.p.retransmits,
     }
 }
 

@@ -353,7 +353,7 @@ fn patch_sctp(b: &mut Vec<u8>, sel: u8, v: &[u8], fix: bool) {
             if sel & 0x10 != 0 {
                 drop_chunks(b);
             }
-            append(b, ChunkRepr::Sack(SackRepr { cum_tsn: tsn(small), a_rwnd: x(4), gaps: List::Items(&gaps), dups: List::Items(&dups[..nd]) }));
+            append(b, ChunkRepr::Sack(SackRepr { flags: sel & 0xc0, cum_tsn: tsn(small), a_rwnd: x(4), gaps: List::Items(&gaps), dups: List::Items(&dups[..nd]) }));
         }
         7 => {
             let payload = vec![0x33u8; 1 + x(2) as usize % 1400];

@@ -286,7 +286,7 @@ fn sctp_bytes() -> Vec<u8> {
     for r in [
         ChunkRepr::SndbufAdv { flags: 3, value: None },
         ChunkRepr::InitAck(InitRepr { init_tag: 9, a_rwnd: 65536, os: 10, mis: 10, initial_tsn: Tsn(1), params: &pb[..at] }),
-        ChunkRepr::Sack(SackRepr { cum_tsn: Tsn(4), a_rwnd: 9, gaps: List::Items(&gaps), dups: List::Items(&[Tsn(2)]) }),
+        ChunkRepr::Sack(SackRepr { flags: 0x80, cum_tsn: Tsn(4), a_rwnd: 9, gaps: List::Items(&gaps), dups: List::Items(&[Tsn(2)]) }),
         ChunkRepr::Data(DataRepr { flags: 3, tsn: Tsn(1), stream: 0, ssn: 0, ppid: 0, payload: b"abcdefg" }),
         ChunkRepr::Error { causes: &causes },
         ChunkRepr::ForwardTsn { new_cum_tsn: Tsn(8), streams: &[0, 1, 0, 2] },

@@ -258,9 +258,8 @@ impl Scenario {
         use wirelab_tcp::SockOpt;
         let mut o = Vec::new();
         if let Some(c) = &a.cc {
-            if !matches!(c.get_ref().as_str(), "cubic" | "reno" | "newreno") {
-                return Err(self.error_at(span(c), format!("unknown congestion control `{}`; expected cubic or reno", c.get_ref())));
-            }
+            // the TCP engine's module registry is the one list of names (tcp_ca_find())
+            wirelab_tcp::CongestionAlgo::from_name(c.get_ref()).map_err(|e| self.error_at(span(c), e.to_string()))?;
             o.push(SockOpt::Congestion(c.get_ref().clone()));
         }
         if let Some(v) = a.nodelay {
@@ -299,6 +298,12 @@ impl Scenario {
         }
         if let Some(v) = &a.rcvbuf {
             o.push(SockOpt::RcvBuf(self.size_u32(v)?));
+        }
+        if let Some(v) = &a.cmt {
+            if wirelab_sctp::Cmt::from_value(*v.get_ref()).is_none() {
+                return Err(self.error_at(v.span(), format!("cmt = {} is out of range 0..=4 (0 off, 1 CMT, 2 RPv1, 3 RPv2, 4 MPTCP-like)", v.get_ref())));
+            }
+            o.push(SockOpt::CmtOnOff(*v.get_ref()));
         }
         Ok(o)
     }
