@@ -14,7 +14,7 @@ import wirelab
 from wirelab import live_compare
 
 KPEER = Path(__file__).resolve().parents[2] / "crates/wirelab-live/tests/peers/kpeer.py"
-SECONDS = 25
+SECONDS = 20
 
 
 def _skip_reason():
@@ -85,9 +85,12 @@ def test_kernel_and_wirelab_flows_share_a_bottleneck_and_the_report_puts_them_si
     import json
     assert json.loads((tmp_path / "k-send.json").read_text())["cc"] == cc
     assert k["samples"] > 10 * SECONDS * 0.5 and w["samples"] > 10 * SECONDS * 0.5
-    # both flows get a real share and together they fill the link (20 Mbit/s, 1448-byte
-    # payloads in 1514-byte frames: 19.1 Mbit/s of goodput)
-    assert k["throughput_mbps"] > 3 and w["throughput_mbps"] > 3, r
+    # neither flow starves and together they fill the link (20 Mbit/s, 1448-byte payloads in
+    # 1514-byte frames: 19.1 Mbit/s of goodput). How evenly they share is the finding this
+    # harness reports (docs/live.md): CUBIC within the spread of two flows of one stack,
+    # BBR far outside it, so BBR's bound is only "no starvation"
+    floor = {"cubic": 3.0, "bbr": 1.0}[cc]
+    assert k["throughput_mbps"] > floor and w["throughput_mbps"] > floor, r
     assert k["throughput_mbps"] + w["throughput_mbps"] > 0.8 * 19.1, r
     # the queue is shared: both see the same order of RTT (40 ms base + up to 70 packets of
     # queue, 42 ms at 20 Mbit/s)
