@@ -11,6 +11,7 @@ use wirelab_sim::RunResults;
 
 mod bench;
 pub mod output;
+mod packetdrill;
 
 /// wirelab: a deterministic, wire-accurate packet-level lab for TCP and SCTP research.
 #[derive(Parser, Debug)]
@@ -59,6 +60,8 @@ enum Cmd {
         /// Output directory of `wirelab run`.
         results: PathBuf,
     },
+    /// Run packetdrill scripts against wirelab's TCP (docs/packetdrill.md).
+    Packetdrill(packetdrill::Args),
     /// Run the dumbbell benchmark and print events/s, simulated/wall ratio, packets/s.
     Bench {
         /// Numbers of sender/receiver pairs.
@@ -118,6 +121,7 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
                 2
             }
         },
+        Cmd::Packetdrill(a) => packetdrill::run(&a),
         Cmd::Bench { flows, rate, duration, json, udp } => bench::bench(&flows, &rate, duration, udp, json.as_deref()),
     }
 }
