@@ -467,7 +467,7 @@ impl Interp {
             E::Lit(v) => v.clone(),
             E::Name(n) => self.lookup(n)?,
             E::Neg(x) => match self.eval(x)? {
-                Value::Int(i) => Value::Int(-i),
+                Value::Int(i) => Value::Int(i.checked_neg().ok_or_else(|| unsup("integer too large".into()))?),
                 Value::Float(f) => Value::Float(-f),
                 v => return Err(CodeError::Runtime(format!("TypeError: bad operand for unary -: {v}"))),
             },
@@ -574,10 +574,11 @@ fn binop(o: &str, a: Value, b: Value) -> Result<Value, CodeError> {
     }
     if let (Some(x), Some(y)) = (as_int(&a), as_int(&b)) {
         let zero = || CodeError::Runtime("ZeroDivisionError: division by zero".into());
+        let big = || unsup("integer result too large for wirelab's evaluator".into());
         return Ok(match o {
-            "+" => Value::Int(x + y),
-            "-" => Value::Int(x - y),
-            "*" => Value::Int(x * y),
+            "+" => Value::Int(x.checked_add(y).ok_or_else(big)?),
+            "-" => Value::Int(x.checked_sub(y).ok_or_else(big)?),
+            "*" => Value::Int(x.checked_mul(y).ok_or_else(big)?),
             "/" => Value::Float(x as f64 / if y == 0 { return Err(zero()) } else { y as f64 }),
             "//" => Value::Int(x.checked_div_euclid(y).ok_or_else(zero)?),
             "%" => Value::Int(x.checked_rem_euclid(y).ok_or_else(zero)?),
@@ -633,7 +634,7 @@ fn call(n: &str, a: Vec<Value>) -> Result<Value, CodeError> {
     let bad = || CodeError::Runtime(format!("TypeError: bad arguments for {n}()"));
     match n {
         "abs" => match a.as_slice() {
-            [Value::Int(i)] => Ok(Value::Int(i.abs())),
+            [Value::Int(i)] => i.checked_abs().map(Value::Int).ok_or_else(bad),
             [Value::Float(f)] => Ok(Value::Float(f.abs())),
             _ => Err(bad()),
         },

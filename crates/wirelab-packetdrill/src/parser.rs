@@ -19,6 +19,9 @@ pub struct ParseError {
 
 type PResult<T> = Result<T, ParseError>;
 
+/// Largest event time accepted (µs): a million seconds, far beyond any test.
+pub const MAX_TIME_US: i64 = 1_000_000 * 1_000_000;
+
 struct Parser {
     toks: Vec<Token>,
     pos: usize,
@@ -167,6 +170,9 @@ impl Parser {
         };
         if v < 0 {
             return Err(ParseError { line, msg: "negative time".into(), unsupported: false });
+        }
+        if v > MAX_TIME_US {
+            return Err(ParseError { line, msg: format!("time out of range: more than {} s", MAX_TIME_US / 1_000_000), unsupported: false });
         }
         Ok(v)
     }

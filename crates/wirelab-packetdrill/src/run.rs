@@ -187,7 +187,7 @@ impl<'a> Runner<'a> {
     }
     /// The live instant of script time `us`.
     pub fn inst(&self, us: i64) -> Instant {
-        Instant::from_nanos((START_NS as i64 + us.max(0) * 1000) as u64)
+        Instant::from_nanos((START_NS as i64).saturating_add(us.max(0).saturating_mul(1000)) as u64)
     }
     pub fn now_us(&self) -> i64 {
         self.us(self.now)
@@ -228,7 +228,8 @@ impl<'a> Runner<'a> {
             }
             "bind_port" => self.bind_port = num(val)? as u16,
             "connect_port" => self.connect_port = num(val)? as u16,
-            "send_omit_free" | "verbose" | "non_fatal" | "dry_run" => {}
+            "send_omit_free" | "verbose" => {}
+            "non_fatal" | "dry_run" => return Err(self.unsupported(line, format!("option --{name} (every check is fatal here)"))),
             "define" | "D" => {}
             _ => return Err(self.unsupported(line, format!("option --{name}"))),
         }
@@ -307,8 +308,8 @@ impl<'a> Runner<'a> {
         match ev.time {
             EventTime::Absolute(t) => (t, t),
             EventTime::AbsoluteRange(a, b) => (a, b),
-            EventTime::Relative(t) => (t + offset, t + offset),
-            EventTime::RelativeRange(a, b) => (a + offset, b + offset),
+            EventTime::Relative(t) => (t.saturating_add(offset), t.saturating_add(offset)),
+            EventTime::RelativeRange(a, b) => (a.saturating_add(offset), b.saturating_add(offset)),
             EventTime::Any => (offset, offset),
         }
     }
@@ -320,13 +321,13 @@ impl<'a> Runner<'a> {
         }
         let mut tol = self.tolerance_us;
         if let Some(l) = last {
-            let dynamic = (self.tolerance_pct / 100.0 * (expected - l) as f64) as i64;
+            let dynamic = (self.tolerance_pct / 100.0 * expected.saturating_sub(l) as f64) as i64;
             tol = tol.max(dynamic);
         }
         let s = |us: i64| us as f64 / 1e6;
         match time {
             EventTime::AbsoluteRange(..) | EventTime::RelativeRange(..) => {
-                if actual < expected - tol || actual > expected_end + tol {
+                if actual < expected.saturating_sub(tol) || actual > expected_end.saturating_add(tol) {
                     return Err(format!(
                         "timing error: expected {what} in time range {:.6}~{:.6} sec but happened at {:.6} sec",
                         s(expected),
@@ -336,7 +337,7 @@ impl<'a> Runner<'a> {
                 }
             }
             _ => {
-                if actual < expected - tol || actual > expected + tol {
+                if actual < expected.saturating_sub(tol) || actual > expected.saturating_add(tol) {
                     return Err(format!(
                         "timing error: expected {what} at {:.6} sec but happened at {:.6} sec; tolerance {:.6} sec",
                         s(expected),

@@ -91,7 +91,7 @@ pub(crate) fn run(r: &mut Runner, ev: &Event, s: &SyscallSpec, t: i64) -> Result
     }
     r.wait_for_event(ev, t, "system call start")?;
     let end_us = match (s.end, ev.time) {
-        (Some(e), EventTime::Relative(rel)) => e + (t - rel),
+        (Some(e), EventTime::Relative(rel)) => e.saturating_add(t - rel),
         (Some(e), _) => e,
         (None, _) => t,
     };
@@ -275,13 +275,19 @@ fn fd<'r>(r: &'r Runner, line: u32, s: &SyscallSpec, e: &Expr) -> Result<(i64, &
     }
 }
 
+/// A byte count argument; negative counts are `EFAULT` in Linux (a huge `size_t`).
+fn count(r: &Runner, line: u32, e: &Expr) -> Result<Option<usize>, Stop> {
+    let n = int(r, line, e)?;
+    Ok(usize::try_from(n).ok())
+}
+
 /// Sum of the lengths in an iovec list `[{..., 40}, {..., 100}]`.
 fn iov_len(r: &Runner, line: u32, e: &Expr) -> Result<usize, Stop> {
     let Expr::List(v) = e else { return Err(r.unsupported(line, "expected an iovec list")) };
     let mut n = 0;
     for x in v {
         match x {
-            Expr::Brace(f) if f.len() == 2 => n += int(r, line, &f[1])? as usize,
+            Expr::Brace(f) if f.len() == 2 => n += int(r, line, &f[1])?.clamp(0, i32::MAX as i64) as usize,
             _ => return Err(r.unsupported(line, "iovec entries must be {..., LEN}")),
         }
     }
@@ -469,22 +475,22 @@ fn write(r: &mut Runner, line: u32, s: &SyscallSpec) -> Result<Started, Stop> {
     let (len, flags) = match s.name.as_str() {
         "write" => {
             nargs(r, line, s, &[3])?;
-            (int(r, line, &s.args[2])? as usize, 0)
+            (count(r, line, &s.args[2])?, 0)
         }
         "send" => {
             nargs(r, line, s, &[4])?;
-            (int(r, line, &s.args[2])? as usize, int(r, line, &s.args[3])?)
+            (count(r, line, &s.args[2])?, int(r, line, &s.args[3])?)
         }
         "sendto" => {
             nargs(r, line, s, &[6])?;
             if s.args[4] != Expr::Ellipsis && s.args[4] != Expr::Int(0) && s.args[4] != Expr::Word("NULL".into()) {
                 return Err(r.unsupported(line, "sendto() with an address (Fast Open)"));
             }
-            (int(r, line, &s.args[2])? as usize, int(r, line, &s.args[3])?)
+            (count(r, line, &s.args[2])?, int(r, line, &s.args[3])?)
         }
         "writev" => {
             nargs(r, line, s, &[3])?;
-            (iov_len(r, line, &s.args[1])?, 0)
+            (Some(iov_len(r, line, &s.args[1])?), 0)
         }
         _ => {
             nargs(r, line, s, &[3])?;
@@ -504,9 +510,10 @@ fn write(r: &mut Runner, line: u32, s: &SyscallSpec) -> Result<Started, Stop> {
                 }
             }
             let len = len.ok_or_else(|| r.unsupported(line, "sendmsg() without msg_iov"))?;
-            (len, int(r, line, &s.args[2])?)
+            (Some(len), int(r, line, &s.args[2])?)
         }
     };
+    let Some(len) = len else { return err(14) };
     if flags & MSG_MORE != 0 {
         return Err(r.unsupported(line, "MSG_MORE (the engine has no corking: TCP_CORK/MSG_MORE)"));
     }
@@ -538,21 +545,22 @@ fn read(r: &mut Runner, line: u32, s: &SyscallSpec) -> Result<Started, Stop> {
     let (max, flags) = match s.name.as_str() {
         "read" => {
             nargs(r, line, s, &[3])?;
-            (int(r, line, &s.args[2])? as usize, 0)
+            (count(r, line, &s.args[2])?, 0)
         }
         "recv" => {
             nargs(r, line, s, &[4])?;
-            (int(r, line, &s.args[2])? as usize, int(r, line, &s.args[3])?)
+            (count(r, line, &s.args[2])?, int(r, line, &s.args[3])?)
         }
         "recvfrom" => {
             nargs(r, line, s, &[6])?;
-            (int(r, line, &s.args[2])? as usize, int(r, line, &s.args[3])?)
+            (count(r, line, &s.args[2])?, int(r, line, &s.args[3])?)
         }
         _ => {
             nargs(r, line, s, &[3])?;
-            (iov_len(r, line, &s.args[1])?, 0)
+            (Some(iov_len(r, line, &s.args[1])?), 0)
         }
     };
+    let Some(max) = max else { return err(14) };
     if flags & MSG_PEEK != 0 || flags & !(MSG_DONTWAIT | 0x100) != 0 {
         return Err(r.unsupported(line, format!("recv flags {flags:#x}")));
     }
@@ -620,7 +628,8 @@ fn try_op(r: &mut Runner, op: &mut Op) -> Option<(i64, i64)> {
             (*done == *total).then_some((*total as i64, 0))
         }
         Op::Read { id, max, shut_rd } => {
-            let mut buf = vec![0u8; *max];
+            // the engine's receive queue is bounded by tcp_rmem; 16 MiB covers any of it
+            let mut buf = vec![0u8; (*max).min(16 << 20)];
             match r.ep().recv(now, *id, &mut buf) {
                 Ok(n) => Some((n as i64, 0)),
                 Err(SockError::WouldBlock) if *shut_rd => Some((0, 0)),
