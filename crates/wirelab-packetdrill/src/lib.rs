@@ -126,6 +126,21 @@ pub(crate) enum Stop {
     Parse(String),
 }
 
+/// Where the upstream packetdrill tree (with `gtests/net/tcp`) is: `$WIRELAB_PACKETDRILL_DIR`,
+/// else `shared/packetdrill` next to `start` or next to one of its ancestors (the
+/// repository is checked out beside `../shared`, or in a worktree below it).
+pub fn corpus_dir(start: &Path) -> Option<std::path::PathBuf> {
+    if let Some(d) = std::env::var_os("WIRELAB_PACKETDRILL_DIR") {
+        return Some(d.into());
+    }
+    let start = start.canonicalize().unwrap_or_else(|_| start.to_path_buf());
+    start
+        .ancestors()
+        .take(4)
+        .map(|a| a.join("shared/packetdrill"))
+        .find(|d| d.join("gtests/net/tcp").is_dir())
+}
+
 /// Runs the script at `path`.
 pub fn run_file(path: &Path, opts: &Options) -> Outcome {
     let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
