@@ -3,7 +3,10 @@
 
 Usage (root, /dev/net/tun; see ../shared/packetdrill/PACKETDRILL-HERE.md):
     scripts/packetdrill_kernel.py [--runs N] [--out docs/packetdrill-kernel.json] RESULT.json...
-    scripts/packetdrill_kernel.py --run [--runs 3]   # build-free: needs PACKETDRILL_TREE
+    scripts/packetdrill_kernel.py --run 3   # needs PACKETDRILL_TREE (a built copy of the tree)
+
+Our own scripts are included by passing their paths to run-on-kernel.py, e.g.
+    run-on-kernel.py own.json ipv4 crates/wirelab-packetdrill/scripts/*.pkt
 
 Each RESULT.json is what ../shared/packetdrill/run-on-kernel.py writes (one run). The
 merged file keeps, per script (path relative to gtests/net/tcp): the exit codes of every
@@ -38,7 +41,9 @@ def main():
     merged = {}
     for f in files:
         for r in json.load(open(f)):
-            e = merged.setdefault(r['rel'], {'path': r['rel'], 'rc': [], 'first_failure': ''})
+            # our own scripts (crates/wirelab-packetdrill/scripts) are listed as own/NAME
+            key = 'own/' + os.path.basename(r['path']) if 'wirelab-packetdrill/scripts/' in r['path'] else r['rel']
+            e = merged.setdefault(key, {'path': key, 'rc': [], 'first_failure': ''})
             e['rc'].append(r['rc'])
             if r['rc'] != 0 and not e['first_failure']:
                 e['first_failure'] = first_failure(r['out'])

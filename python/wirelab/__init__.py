@@ -6,7 +6,9 @@
 """
 from ._wirelab import __version__
 from .exceptions import ScenarioError, WirelabError
+from .packetdrill import PacketdrillResult, packetdrill
 from .result import Result
 from .runner import run, validate
 
-__all__ = ["run", "validate", "Result", "ScenarioError", "WirelabError", "__version__"]
+__all__ = ["run", "validate", "packetdrill", "PacketdrillResult", "Result", "ScenarioError",
+           "WirelabError", "__version__"]
