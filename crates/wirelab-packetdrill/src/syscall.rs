@@ -15,7 +15,8 @@ const O_NONBLOCK: i64 = 0x800;
 const MSG_DONTWAIT: i64 = 0x40;
 const MSG_MORE: i64 = 0x8000;
 const MSG_PEEK: i64 = 0x2;
-static ZEROS: [u8; 65536] = [0; 65536];
+/// Largest single engine write: beyond any send buffer the engine allows.
+const MAX_WRITE: usize = 64 << 20;
 
 /// What a blocked call waits for.
 #[derive(Clone, Debug)]
@@ -615,15 +616,13 @@ fn try_op(r: &mut Runner, op: &mut Op) -> Option<(i64, i64)> {
             }
         }
         Op::Write { id, total, done } => {
-            while *done < *total {
-                let n = (*total - *done).min(ZEROS.len());
-                match r.ep().send(now, *id, &ZEROS[..n]) {
-                    Ok(0) => break,
-                    Ok(k) => *done += k,
-                    Err(e) => {
-                        return Some(if *done > 0 { (*done as i64, 0) } else { (-1, errno_of(e)) });
-                    }
-                }
+            // one engine call per attempt, as one tcp_sendmsg() copies what fits and
+            // pushes (the engine marks PSH where a call ends)
+            let n = (*total - *done).min(MAX_WRITE);
+            let zeros = vec![0u8; n];
+            match r.ep().send(now, *id, &zeros) {
+                Ok(k) => *done += k,
+                Err(e) => return Some(if *done > 0 { (*done as i64, 0) } else { (-1, errno_of(e)) }),
             }
             (*done == *total).then_some((*total as i64, 0))
         }
