@@ -21,7 +21,8 @@ pub struct Args {
     /// -D NAME=VALUE symbol definitions (as packetdrill's -D).
     #[arg(short = 'D', long = "define", value_name = "NAME=VALUE")]
     pub defines: Vec<String>,
-    /// Print what was accepted as having no effect (notes) and print() output.
+    /// Print what was accepted as having no effect (notes), print() output and every
+    /// packet injected and sent (as packetdrill -v).
     #[arg(long, short)]
     pub verbose: bool,
     /// Write one JSON object per script (path, status, exit code, message) here.
@@ -31,7 +32,7 @@ pub struct Args {
 
 /// Runs the scripts; returns the exit code.
 pub fn run(a: &Args) -> i32 {
-    let mut opts = wirelab_packetdrill::Options { profile: a.profile.clone(), seed: a.seed, tolerance_usecs: a.tolerance_usecs, ..Default::default() };
+    let mut opts = wirelab_packetdrill::Options { profile: a.profile.clone(), seed: a.seed, tolerance_usecs: a.tolerance_usecs, trace: a.verbose, ..Default::default() };
     for d in &a.defines {
         let Some((k, v)) = d.split_once('=') else {
             eprintln!("error: -D {d}: expected NAME=VALUE");
@@ -54,6 +55,9 @@ pub fn run(a: &Args) -> i32 {
             eprintln!("{}", o.message);
         }
         if a.verbose {
+            for l in &o.trace {
+                println!("  {l}");
+            }
             for n in &o.notes {
                 eprintln!("  note: {n}");
             }

@@ -63,6 +63,8 @@ pub struct Options {
     pub defines: HashMap<String, String>,
     /// Overrides the script's `--tolerance_usecs`.
     pub tolerance_usecs: Option<i64>,
+    /// Record every packet injected and sent, as `packetdrill -v` prints them.
+    pub trace: bool,
 }
 
 impl Default for Options {
@@ -77,7 +79,7 @@ impl Default for Options {
         ] {
             defines.insert(k.to_string(), v.to_string());
         }
-        Options { profile: "linux-6".into(), seed: 1, defines, tolerance_usecs: None }
+        Options { profile: "linux-6".into(), seed: 1, defines, tolerance_usecs: None, trace: false }
     }
 }
 
@@ -105,6 +107,9 @@ pub struct Outcome {
     pub notes: Vec<String>,
     /// Lines printed by `print()` in `%{ }%` blocks.
     pub printed: Vec<String>,
+    /// With [`Options::trace`]: `inbound injected packet: …` / `outbound sniffed packet: …`
+    /// lines (live sequence numbers, script-relative times), as `packetdrill -v` prints.
+    pub trace: Vec<String>,
 }
 
 impl Outcome {
@@ -151,6 +156,7 @@ pub fn run_file(path: &Path, opts: &Options) -> Outcome {
             message: format!("{}: cannot read: {e}", path.display()),
             notes: Vec::new(),
             printed: Vec::new(),
+            trace: Vec::new(),
         },
     }
 }
@@ -158,7 +164,7 @@ pub fn run_file(path: &Path, opts: &Options) -> Outcome {
 /// Runs script text `src` named `name`; `dir` is where its relative commands
 /// (`../common/defaults.sh`) are resolved.
 pub fn run_source(name: &str, src: &[u8], dir: &Path, opts: &Options) -> Outcome {
-    let mut out = Outcome { status: Status::Pass, message: String::new(), notes: Vec::new(), printed: Vec::new() };
+    let mut out = Outcome { status: Status::Pass, message: String::new(), notes: Vec::new(), printed: Vec::new(), trace: Vec::new() };
     let script = match parser::parse(src, &opts.defines) {
         Ok(s) => s,
         Err(e) => {
@@ -180,6 +186,7 @@ pub fn run_source(name: &str, src: &[u8], dir: &Path, opts: &Options) -> Outcome
     let res = r.run(&script);
     out.notes = std::mem::take(&mut r.notes);
     out.printed = std::mem::take(&mut r.printed);
+    out.trace = std::mem::take(&mut r.trace);
     match res {
         Ok(()) => {}
         Err(Stop::Fail(m)) => {

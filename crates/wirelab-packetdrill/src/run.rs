@@ -145,6 +145,7 @@ pub(crate) struct Runner<'a> {
     pub ephemeral: u16,
     buf: Vec<u8>,
     pub printed: Vec<String>,
+    pub trace: Vec<String>,
 }
 
 impl<'a> Runner<'a> {
@@ -178,6 +179,7 @@ impl<'a> Runner<'a> {
             ephemeral: 40000,
             buf: Vec::with_capacity(2048),
             printed: Vec::new(),
+            trace: Vec::new(),
         }
     }
 
@@ -495,6 +497,10 @@ impl<'a> Runner<'a> {
         let (sport, dport) = p.ports.unwrap_or((remote.port(), local.port()));
         let bytes = seg.to_wire(*remote.ip(), *local.ip(), sport, dport);
         let now = self.now;
+        if self.opts.trace {
+            let t = self.now_us() as f64 / 1e6;
+            self.trace.push(format!("inbound injected packet: {t:9.6} {}", seg.dump(true)));
+        }
         self.ep().handle_packet(now, *remote.ip(), *local.ip(), seg.tos, &bytes);
         self.drain();
         Ok(())
@@ -520,6 +526,10 @@ impl<'a> Runner<'a> {
                     s.live_local_isn = u32::from_be_bytes([pkt.bytes[4], pkt.bytes[5], pkt.bytes[6], pkt.bytes[7]]);
                 }
                 let Ok(seg) = Seg::from_wire(&pkt.bytes, pkt.tos, 64) else { continue };
+                if self.opts.trace {
+                    let t = self.us(pkt.time) as f64 / 1e6;
+                    self.trace.push(format!("outbound sniffed packet: {t:9.6} {}", seg.dump(true)));
+                }
                 if self.now < pkt.time {
                     self.now = pkt.time;
                 }
