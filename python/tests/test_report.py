@@ -13,7 +13,6 @@ import pytest
 import wirelab
 import wirelab.sweep as ws
 from wirelab.report import build_report
-from wirelab.report.common import ecdf, mean_ci, t975
 from wirelab.report.sweep import short_names
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -178,14 +177,7 @@ def test_broken_figure_is_reported_on_the_console(tmp_path):
     assert any("figure failed to load: broken" in ln for ln in console), console
 
 
-def test_report_statistics():
-    assert t975(1) == pytest.approx(12.706) and t975(30) == pytest.approx(2.042)
-    assert t975(120) == pytest.approx(1.980, abs=0.002)
-    m, ci, n = mean_ci([1.0, 2.0, 3.0])
-    assert (m, n) == (2.0, 3) and ci == pytest.approx(4.303 * 1.0 / 3 ** 0.5)
-    assert mean_ci([5.0])[1] != mean_ci([5.0])[1]  # NaN: no interval from one seed
-    x, y = ecdf([3, 1, 2, float("nan")])
-    assert list(x) == [1, 2, 3] and list(y) == pytest.approx([1 / 3, 2 / 3, 1])
+def test_short_names():
     assert short_names(["app.flow-a.rate", "app.flow-b.rate", "link.x.netem"]) == {
         "app.flow-a.rate": "flow-a.rate", "app.flow-b.rate": "flow-b.rate", "link.x.netem": "netem"}
 

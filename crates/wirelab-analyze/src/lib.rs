@@ -122,30 +122,31 @@ pub fn analyze_bytes(sender: &[u8], receiver: Option<&[u8]>, opts: &AnalyzeOptio
 
 /// `wirelab analyze CAPTURE [--receiver CAPTURE]`: ACK latency, retransmissions, loss,
 /// application delay, throughput/goodput and fairness of the TCP flows in a capture.
-#[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct AnalyzeArgs {
     /// Capture taken at (or near) the data senders: pcap or pcapng.
-    #[arg(value_name = "CAPTURE")]
+    #[cfg_attr(feature = "cli", arg(value_name = "CAPTURE"))]
     pub capture: PathBuf,
     /// Capture taken at the receivers, on the same clock: adds true loss and
     /// application-layer delay.
-    #[arg(long, value_name = "CAPTURE")]
+    #[cfg_attr(feature = "cli", arg(long, value_name = "CAPTURE"))]
     pub receiver: Option<PathBuf>,
     /// Interval for throughput, goodput and per-interval fairness (tc time units).
-    #[arg(long, default_value = "1s", value_name = "TIME")]
+    #[cfg_attr(feature = "cli", arg(long, default_value = "1s", value_name = "TIME"))]
     pub interval: String,
     /// A flow class, e.g. `thin=dport:5000-5100` or `bulk=src:10.0.1.0/24,port:80`
     /// (repeatable; first match wins).
-    #[arg(long = "class", value_name = "NAME=RULE")]
+    #[cfg_attr(feature = "cli", arg(long = "class", value_name = "NAME=RULE"))]
     pub classes: Vec<String>,
     /// Directory for the CSV tables and summary.json.
-    #[arg(long, value_name = "DIR")]
+    #[cfg_attr(feature = "cli", arg(long, value_name = "DIR"))]
     pub out: Option<PathBuf>,
     /// Also write the JSON summary here (`-` for stdout).
-    #[arg(long, value_name = "FILE")]
+    #[cfg_attr(feature = "cli", arg(long, value_name = "FILE"))]
     pub json: Option<PathBuf>,
     /// Fail on the first undecodable frame or a capture cut short, instead of counting.
-    #[arg(long)]
+    #[cfg_attr(feature = "cli", arg(long))]
     pub strict: bool,
 }
 

@@ -32,55 +32,10 @@ pub struct Args {
 
 /// Runs the scripts; returns the exit code.
 pub fn run(a: &Args) -> i32 {
-    let mut opts = wirelab_packetdrill::Options { profile: a.profile.clone(), seed: a.seed, tolerance_usecs: a.tolerance_usecs, trace: a.verbose, ..Default::default() };
-    for d in &a.defines {
-        let Some((k, v)) = d.split_once('=') else {
-            eprintln!("error: -D {d}: expected NAME=VALUE");
-            return 2;
-        };
-        opts.defines.insert(k.to_string(), v.to_string());
+    let mut opts = wirelab_packetdrill::Options { profile: a.profile.clone(), seed: a.seed, tolerance_usecs: a.tolerance_usecs, ..Default::default() };
+    if let Err(e) = wirelab_packetdrill::command::add_defines(&mut opts, &a.defines) {
+        eprintln!("error: {e}");
+        return 2;
     }
-    let mut worst = 0;
-    let mut rows = Vec::new();
-    for p in &a.scripts {
-        let o = wirelab_packetdrill::run_file(p, &opts);
-        let code = o.exit_code();
-        let tag = match code {
-            0 => "PASS",
-            1 => "FAIL",
-            _ => "UNSUPPORTED",
-        };
-        println!("{tag} {}", p.display());
-        if !o.message.is_empty() {
-            eprintln!("{}", o.message);
-        }
-        if a.verbose {
-            for l in &o.trace {
-                println!("  {l}");
-            }
-            for n in &o.notes {
-                eprintln!("  note: {n}");
-            }
-            for l in &o.printed {
-                println!("  {l}");
-            }
-        }
-        // 2 (cannot run) outranks 1 (failed)
-        worst = worst.max(code);
-        rows.push(serde_json::json!({
-            "path": p.display().to_string(),
-            "status": tag,
-            "rc": code,
-            "message": o.message,
-            "notes": o.notes,
-        }));
-    }
-    if let Some(j) = &a.json {
-        let text = serde_json::to_string_pretty(&rows).unwrap_or_default();
-        if let Err(e) = std::fs::write(j, text + "\n") {
-            eprintln!("error: cannot write {}: {e}", j.display());
-            return worst.max(1);
-        }
-    }
-    worst
+    wirelab_packetdrill::command::command(&a.scripts, &opts, a.verbose, a.json.as_deref())
 }

@@ -8,7 +8,7 @@
 //!   new component never shifts another component's random draws.
 //! * [`units`]: `tc`/`netem` spelling of rates, times, sizes and percentages.
 //! * [`Pkt`]: an IPv4 datagram as real bytes plus simulator metadata (our `sk_buff`).
-//! * [`Transmit`] and [`SockEvent`]: the conventions sans-IO engines use to hand packets and
+//! * [`Engine`], [`Transmit`] and [`SockEvent`]: the trait and conventions sans-IO engines use to hand packets and
 //!   application events to whichever driver runs them.
 #![warn(missing_docs)]
 
@@ -21,4 +21,4 @@ pub mod units;
 pub use pkt::{Pkt, PktMeta};
 pub use rng::Rng;
 pub use time::{Duration, Instant};
-pub use transport::{SockEvent, Transmit, HEADROOM};
+pub use transport::{Datagram, Engine, SockEvent, SocketRef, Transmit, HEADROOM};

@@ -55,3 +55,54 @@ pub enum SockEvent {
     /// The active open failed (RST/ABORT/ICMP unreachable/timeout).
     ConnectFailed,
 }
+
+/// A datagram handed to an engine: the IPv4 header's fields the transports read, and the
+/// transport bytes (the IPv4 payload).
+#[derive(Clone, Copy, Debug)]
+pub struct Datagram<'a> {
+    /// Source address.
+    pub src: Ipv4Addr,
+    /// Destination address (one of the host's).
+    pub dst: Ipv4Addr,
+    /// IP protocol number.
+    pub proto: u8,
+    /// The IPv4 TOS byte (ECN bits included).
+    pub tos: u8,
+    /// Transport header and payload.
+    pub payload: &'a [u8],
+    /// Verify the transport checksum. With checksum offload (Linux's
+    /// `CHECKSUM_UNNECESSARY`) a driver vouches for intact packets and asks only for those
+    /// a link corrupted.
+    pub verify: bool,
+}
+
+/// A socket as a driver sees it: the engine family and the engine's own socket number.
+/// `Stream` sockets have TCP semantics (TCP's, or the TCP-to-SCTP shim's); `Sctp` sockets
+/// are native one-to-one SCTP sockets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SocketRef {
+    /// A stream (TCP-semantics) socket.
+    Stream(u32),
+    /// A native SCTP socket.
+    Sctp(u32),
+}
+
+/// A sans-IO transport engine, as every driver (the simulator, a live TUN driver) runs it.
+///
+/// The call order is the module's: one input (`handle_packet`, `handle_timeout` or an
+/// application call on the engine's own socket API), then `poll_transmit` until `None`,
+/// `poll_event` until `None`, and `poll_timeout` for the next wake-up. TCP, SCTP and the
+/// TCP-to-SCTP shim implement it (quinn-proto's and smoltcp's poll style); socket calls
+/// stay on each engine's own type, since their signatures differ by protocol.
+pub trait Engine {
+    /// A datagram addressed to this host.
+    fn handle_packet(&mut self, now: crate::Instant, dgram: Datagram<'_>);
+    /// Runs the timers due at `now` (`poll_timeout() <= now`).
+    fn handle_timeout(&mut self, now: crate::Instant);
+    /// Writes the next segment after [`HEADROOM`] bytes of `buf` and says where it goes.
+    fn poll_transmit(&mut self, now: crate::Instant, buf: &mut Vec<u8>) -> Option<Transmit>;
+    /// When `handle_timeout` next has work.
+    fn poll_timeout(&self) -> Option<crate::Instant>;
+    /// The next application event.
+    fn poll_event(&mut self) -> Option<(SocketRef, SockEvent)>;
+}

@@ -39,6 +39,7 @@
 
 pub mod ast;
 pub mod code;
+pub mod command;
 mod info;
 pub mod lexer;
 pub mod packet;

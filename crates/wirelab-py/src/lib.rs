@@ -32,7 +32,7 @@ fn run(py: Python<'_>, path: PathBuf, out: PathBuf, seed: Option<u64>, overrides
                 });
             }
         };
-        wirelab_cli::run_loaded(&sc, &out, seed, &mut cb).map(|_| out.join("summary.json"))
+        wirelab_run::run_loaded(&sc, &out, seed, &mut cb).map(|_| out.join("summary.json"))
     });
     match r {
         Ok(p) => Ok(p.display().to_string()),
@@ -91,10 +91,63 @@ fn packetdrill(
         .collect()
 }
 
-/// The Rust command line (`run`, `validate`, `bench`); returns the exit code.
+// The `wirelab` command's Rust subcommands, for `wirelab.cli` (argparse there; the
+// pipeline and the printing are wirelab-run's, the same code the Rust binary runs).
+// Each returns the exit code.
+
+/// `wirelab run`.
 #[pyfunction]
-fn cli_main(py: Python<'_>, argv: Vec<String>) -> i32 {
-    py.detach(move || wirelab_cli::main_with_args(argv))
+#[pyo3(signature = (scenario, out, seed=None, set=Vec::new(), progress=false, quiet=false))]
+fn cli_run(py: Python<'_>, scenario: PathBuf, out: PathBuf, seed: Option<u64>, set: Vec<String>, progress: bool, quiet: bool) -> i32 {
+    py.detach(move || wirelab_run::run_command(&scenario, &out, seed, &set, progress, quiet))
+}
+
+/// `wirelab validate`.
+#[pyfunction]
+#[pyo3(signature = (scenario, set=Vec::new()))]
+fn cli_validate(scenario: PathBuf, set: Vec<String>) -> i32 {
+    wirelab_run::validate_command(&scenario, &set)
+}
+
+/// `wirelab shim-matches`.
+#[pyfunction]
+fn cli_shim_matches(results: PathBuf) -> i32 {
+    wirelab_run::shim_matches_command(&results)
+}
+
+/// `wirelab bench`.
+#[pyfunction]
+#[pyo3(signature = (flows, rate, duration, json=None, udp=false))]
+fn cli_bench(py: Python<'_>, flows: Vec<u32>, rate: String, duration: f64, json: Option<PathBuf>, udp: bool) -> i32 {
+    py.detach(move || wirelab_run::bench::bench(&flows, &rate, duration, udp, json.as_deref()))
+}
+
+/// `wirelab packetdrill`.
+#[pyfunction]
+#[pyo3(signature = (scripts, profile="linux-6".to_string(), seed=1, tolerance_usecs=None, defines=Vec::new(), verbose=false, json=None))]
+#[allow(clippy::too_many_arguments)]
+fn cli_packetdrill(py: Python<'_>, scripts: Vec<PathBuf>, profile: String, seed: u64, tolerance_usecs: Option<i64>, defines: Vec<String>, verbose: bool, json: Option<PathBuf>) -> i32 {
+    let mut opts = wirelab_packetdrill::Options { profile, seed, tolerance_usecs, ..Default::default() };
+    if let Err(e) = wirelab_packetdrill::command::add_defines(&mut opts, &defines) {
+        eprintln!("error: {e}");
+        return 2;
+    }
+    py.detach(move || wirelab_packetdrill::command::command(&scripts, &opts, verbose, json.as_deref()))
+}
+
+/// `wirelab analyze`.
+#[pyfunction]
+#[pyo3(signature = (capture, receiver=None, interval="1s".to_string(), classes=Vec::new(), out=None, json=None, strict=false))]
+#[allow(clippy::too_many_arguments)]
+fn cli_analyze(py: Python<'_>, capture: PathBuf, receiver: Option<PathBuf>, interval: String, classes: Vec<String>, out: Option<PathBuf>, json: Option<PathBuf>, strict: bool) -> i32 {
+    let args = wirelab_analyze::AnalyzeArgs { capture, receiver, interval, classes, out, json, strict };
+    py.detach(move || match wirelab_analyze::run(&args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            2
+        }
+    })
 }
 
 #[pymodule]
@@ -103,8 +156,13 @@ fn _wirelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
-    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_run, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_validate, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_shim_matches, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_analyze, m)?)?;
     m.add_function(wrap_pyfunction!(packetdrill, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_packetdrill, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

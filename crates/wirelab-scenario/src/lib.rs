@@ -1,14 +1,17 @@
 //! Scenario files.
 //!
 //! A scenario is a TOML file that speaks Linux: links in `tc netem` syntax, queues as `tc`
-//! command lines, host knobs by sysctl name. This crate only *parses and validates*; the
-//! simulator builder (`wirelab-sim`) turns a [`Scenario`] into a runnable simulation, and
-//! reports semantic errors through the same [`ScenarioError`] with the span of the value.
+//! command lines, host knobs by sysctl name. This crate parses and validates it
+//! (`schema`), owns that vocabulary ([`sysctl`]: profiles, sysctl names and which engine
+//! each configures), and builds a runnable `wirelab_sim::Sim` section by section
+//! (`build`), reporting semantic errors through the same [`ScenarioError`] with the span
+//! of the offending value.
 //!
 //! Every table denies unknown keys; every error names file, line, column and key.
 #![warn(missing_docs)]
 
 mod build;
+pub mod sysctl;
 mod error;
 mod overrides;
 mod schema;

@@ -73,6 +73,19 @@ pub enum Autotune {
     OverheadCorrected,
 }
 
+/// Which RTT paces the autotuning receiver's once-per-RTT rule (seed system 2), and what it
+/// does before it has one (`net.sctp.autotune_rtt_fallback`, wirelab name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RttFallback {
+    /// The patch's `sctp_rcvbuf_adjust()`: the last RTT sample of the path data came from
+    /// (`transport->rtt`); none measured yet → no receive-buffer growth ("the receive
+    /// buffer size will consequently remain constant", seed 001). Sysctl value `none`.
+    None,
+    /// The path's SRTT, or `rto_initial` (3 s) before any sample: seed-systems §2.4's
+    /// recommendation for one-way transfers. Sysctl value `rto_initial`.
+    RtoInitial,
+}
+
 /// SCTP endpoint configuration. Field names follow Linux `struct netns_sctp` and the
 /// `net.sctp.*` sysctls; defaults come from [`SctpConfig::profile`].
 #[derive(Clone, Debug, PartialEq)]
@@ -146,6 +159,10 @@ pub struct SctpConfig {
     pub sndbuf_adv_backlog: BacklogDef,
     /// Buffer autotuning (`net.sctp.autotune`, wirelab name); off by default.
     pub autotune: Autotune,
+    /// The autotuning receiver's RTT rule (`net.sctp.autotune_rtt_fallback`, wirelab
+    /// name); `None` = the mode's own: `Faithful` → [`RttFallback::None`] (the patch),
+    /// `OverheadCorrected` → [`RttFallback::RtoInitial`]. See [`SctpConfig::rtt_fallback`].
+    pub autotune_rtt_fallback: Option<RttFallback>,
     /// Path MTU (no PMTU discovery; every path uses this).
     pub pmtu: u32,
     /// Outbound streams requested in INIT (Linux `SCTP_DEFAULT_OUTSTREAMS` 10).
@@ -207,6 +224,7 @@ impl SctpConfig {
             sndbuf_adv: SndbufAdv::Off,
             sndbuf_adv_backlog: BacklogDef::Btech2016,
             autotune: Autotune::Off,
+            autotune_rtt_fallback: None,
             pmtu: 1500,
             out_streams: 10,
             max_in_streams: 65535,
@@ -345,6 +363,14 @@ impl SctpConfig {
                     _ => return Err(err(key, format!("`{v}` is not off, faithful or overhead_corrected"))),
                 }
             }
+            "autotune_rtt_fallback" => {
+                self.autotune_rtt_fallback = match v {
+                    "auto" | "default" => None,
+                    "none" | "0" => Some(RttFallback::None),
+                    "rto_initial" | "1" => Some(RttFallback::RtoInitial),
+                    _ => return Err(err(key, format!("`{v}` is not none, rto_initial or auto"))),
+                }
+            }
             "pmtu" => self.pmtu = int(576, 65535)? as u32,
             _ => return Err(err(key, "unknown SCTP sysctl")),
         }
@@ -352,6 +378,14 @@ impl SctpConfig {
             return Err(err(key, "rto_min must not exceed rto_max"));
         }
         Ok(())
+    }
+
+    /// The autotuning receiver's RTT rule in effect (the mode's own unless set).
+    pub fn rtt_fallback(&self) -> RttFallback {
+        self.autotune_rtt_fallback.unwrap_or(match self.autotune {
+            Autotune::Faithful => RttFallback::None,
+            _ => RttFallback::RtoInitial,
+        })
     }
 
     /// User bytes in a full DATA chunk: `((PMTU − IP − common − DATA header) & ~3)`, minus 4

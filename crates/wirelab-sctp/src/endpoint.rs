@@ -335,7 +335,7 @@ impl SctpEndpoint {
                 apply(&mut a.sock);
                 if matches!(opt, SockOpt::RcvBuf(_)) && a.state == AssocState::CookieWait {
                     // Not yet advertised beyond a (re)sent INIT: recompute rwnd = rcvbuf/2.
-                    a.rwnd = (a.sock.rcvbuf / 2).max(1500) as u32;
+                    a.rcvbuf_changed_before_init();
                 }
                 Ok(())
             }

@@ -60,10 +60,11 @@
 mod assoc;
 pub mod config;
 mod endpoint;
+mod engine;
 mod types;
 pub mod wire;
 
-pub use config::{Autotune, BacklogDef, ConfigError, SctpConfig, SndbufAdv, TruesizeModel};
+pub use config::{Autotune, BacklogDef, ConfigError, RttFallback, SctpConfig, SndbufAdv, TruesizeModel};
 pub use endpoint::SctpEndpoint;
 pub use types::*;
 

@@ -1141,9 +1141,13 @@ fn max_burst_limits_packets_per_flush() {
 // buffer autotuning (seed system 2)
 // ------------------------------------------------------------------------------------
 
-fn autotune_run(mode: &str, one_way_ms: u64) -> (u64, AssocInfo, AssocInfo) {
+/// A one-way bulk transfer (4 KiB messages) from host 0 to host 1 over a GbE-like link,
+/// linux-2.6.37 with `sysctls` on both hosts; returns the net once the transfer started.
+fn autotune_net(sysctls: &[(&str, &str)], one_way_ms: u64) -> (Net, SocketId) {
     let mut c = SctpConfig::profile("linux-2.6.37").unwrap();
-    c.set_sysctl("net.sctp.autotune", mode).unwrap();
+    for (k, v) in sysctls {
+        c.set_sysctl(k, v).unwrap();
+    }
     let mut n = Net::new(c.clone(), c);
     n.capture = false;
     n.latency = Duration::from_millis(one_way_ms);
@@ -1157,6 +1161,11 @@ fn autotune_run(mode: &str, one_way_ms: u64) -> (u64, AssocInfo, AssocInfo) {
     // from sctp_wmem[1] = 16 KiB. With 8 KiB messages the faithful rule stalls: one
     // message fits, the path is never cwnd-limited, so 2·cwnd never grows (docs/sctp.md).
     n.start_bulk(s, u64::MAX / 2, 4096, 1);
+    (n, s)
+}
+
+fn autotune_run(sysctls: &[(&str, &str)], one_way_ms: u64) -> (u64, AssocInfo, AssocInfo) {
+    let (mut n, s) = autotune_net(sysctls, one_way_ms);
     n.run_for(Duration::from_secs(10));
     let r = n.h[1].info(n.sink.sock.unwrap()).unwrap();
     (n.sink.total, n.info(s), r)
@@ -1164,23 +1173,61 @@ fn autotune_run(mode: &str, one_way_ms: u64) -> (u64, AssocInfo, AssocInfo) {
 
 #[test]
 fn autotuning_is_off_by_default_and_grows_buffers_when_on() {
-    let (fixed, fs, fr) = autotune_run("off", 50);
+    let at = "net.sctp.autotune";
+    let (fixed, fs, fr) = autotune_run(&[], 50);
     assert_eq!(fs.sndbuf, 124_928);
     assert_eq!(fr.rcvbuf, 124_928);
-    let (tuned, ts, tr) = autotune_run("faithful", 50);
+    // faithful: the receiver of a one-way transfer never measures an RTT in 10 s (it sends
+    // no DATA, and its first heartbeat is due after RTO + 30 s), so as the patch its
+    // sk_rcvbuf stays at sctp_rmem[1]; the sender still grows sk_sndbuf to 2·cwnd
+    let (tuned, ts, tr) = autotune_run(&[(at, "faithful")], 50);
     assert!(ts.sndbuf > fs.sndbuf, "sndbuf {}", ts.sndbuf);
-    assert!(tr.rcvbuf > 349_500, "rcvbuf {}", tr.rcvbuf);
-    assert!(ts.sndbuf <= 3_989_504 && tr.rcvbuf <= 3_989_504);
-    // fixed buffers cap one association at about rwnd/RTT = 62464 B / 100 ms ≈ 5 Mb/s
+    assert_eq!(tr.rcvbuf, 349_500);
+    assert_eq!(tr.paths[0].srtt_ms, 0.0, "the sink has no RTT sample");
+    // the older rule kept as an option: RTO.Initial (3 s) as the interval until a sample
+    let (fb, fbs, fbr) = autotune_run(&[(at, "faithful"), ("net.sctp.autotune_rtt_fallback", "rto_initial")], 50);
+    assert!(fbr.rcvbuf > 349_500, "rcvbuf {}", fbr.rcvbuf);
+    assert!(fbs.sndbuf <= 3_989_504 && fbr.rcvbuf <= 3_989_504);
+    assert!(fb > tuned, "fallback {fb} vs patch rule {tuned}");
+    // fixed buffers cap one association at about rwnd/RTT = 62464 B / 100 ms ≈ 5 Mb/s;
+    // the autotuned one at sctp_rmem[1]/2 = 174 750 B per RTT
     let fixed_mbps = fixed as f64 * 8.0 / 10e6;
     assert!(fixed_mbps > 3.0 && fixed_mbps < 6.0, "{fixed_mbps}");
     assert!(tuned > 2 * fixed, "autotuned {tuned} vs fixed {fixed}: {:?} {:?}", ts.stats, ts.paths);
-    let (corr, cs, cr) = autotune_run("overhead_corrected", 50);
-    eprintln!("fixed {fixed} B sndbuf {} rcvbuf {}; faithful {tuned} B sndbuf {} rcvbuf {}; corrected {corr} B sndbuf {} rcvbuf {}", fs.sndbuf, fr.rcvbuf, ts.sndbuf, tr.rcvbuf, cs.sndbuf, cr.rcvbuf);
+    let (corr, cs, cr) = autotune_run(&[(at, "overhead_corrected")], 50);
+    eprintln!("fixed {fixed} B sndbuf {} rcvbuf {}; faithful {tuned} B sndbuf {} rcvbuf {}; with fallback {fb} B rcvbuf {}; corrected {corr} B sndbuf {} rcvbuf {}", fs.sndbuf, fr.rcvbuf, ts.sndbuf, tr.rcvbuf, fbr.rcvbuf, cs.sndbuf, cr.rcvbuf);
     assert!(cs.sndbuf >= ts.sndbuf, "{} {}", cs.sndbuf, ts.sndbuf);
+    assert!(cr.rcvbuf > 349_500, "overhead_corrected keeps the RTO.Initial fallback: {}", cr.rcvbuf);
     assert!(corr > 2 * fixed);
 }
 
+#[test]
+fn faithful_receiver_grows_its_buffer_once_a_heartbeat_gives_it_an_rtt() {
+    // The patch's sctp_rcvbuf_adjust(): `if (time < transport->rtt || !transport->rtt)
+    // return 0`. The sink's only RTT sample comes from its heartbeat (hb_interval 2 s: due
+    // at RTO.Initial 3 s + 2 s + jitter), so sk_rcvbuf holds until then and grows after.
+    let (mut n, _s) = autotune_net(&[("net.sctp.autotune", "faithful"), ("net.sctp.hb_interval", "2000")], 50);
+    let mut held_until = None;
+    let mut grown_at = None;
+    for _ in 0..120 {
+        n.run_for(Duration::from_millis(100));
+        let r = n.h[1].info(n.sink.sock.unwrap()).unwrap();
+        if r.rcvbuf == 349_500 {
+            assert!(grown_at.is_none(), "shrank?");
+            held_until = Some(n.now);
+            if r.paths[0].srtt_ms == 0.0 {
+                continue;
+            }
+        } else if grown_at.is_none() {
+            grown_at = Some(n.now);
+            assert!(r.paths[0].srtt_ms > 90.0, "grew before an RTT sample: {:?}", r.paths[0]);
+        }
+    }
+    let held = held_until.unwrap().as_nanos() as f64 / 1e9;
+    let grown = grown_at.expect("rcvbuf never grew").as_nanos() as f64 / 1e9;
+    assert!(held > 5.0 && grown < 9.0, "held until {held} s, grew at {grown} s");
+    assert!(n.h[1].info(n.sink.sock.unwrap()).unwrap().stats.heartbeats_sent >= 1);
+}
 
 #[test]
 fn engine_survives_mutated_packets_with_valid_checksums() {

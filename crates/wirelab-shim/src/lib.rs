@@ -58,6 +58,7 @@
 
 pub mod adapt;
 pub mod rules;
+mod engine;
 mod stack;
 
 #[cfg(test)]

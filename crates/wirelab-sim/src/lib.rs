@@ -5,19 +5,23 @@
 //! * [`sim`]: nodes, interfaces, links (netem, from `wirelab-link`), egress qdiscs (from
 //!   `wirelab-qdisc`), forwarding and local delivery.
 //! * [`stack`]: a host's TCP and SCTP endpoints (sans-IO engines) and socket ownership.
-//! * [`apps`]: traffic sources and sinks (UDP, TCP, SCTP).
+//! * applications live in `wirelab-apps`; the driver runs them through [`wirelab_apps::HostSockets`],
+//!   which [`stack::HostStack`] implements.
 //! * [`record`]: captures, the queue probe, time series and the run fingerprint.
 //! * [`results`]: the tables a run produces.
 #![warn(missing_docs)]
 
-pub mod apps;
 pub mod capture;
 pub mod event;
 pub mod record;
 pub mod results;
 pub mod routing;
+mod sample;
 pub mod sim;
 pub mod stack;
+
+/// The applications, re-exported for the builder and tests.
+pub use wirelab_apps as apps;
 
 pub use record::{CaptureDir, CaptureSink, MemoryCapture};
 pub use results::RunResults;

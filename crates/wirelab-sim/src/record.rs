@@ -1,9 +1,47 @@
 //! Recorders: captures, the queue probe, time series and the run fingerprint.
-use crate::apps::App;
-use crate::sim::{LinkDir, Node};
+//!
+//! Recorders see snapshots only — `tcp_info` ([`wirelab_tcp::TcpInfo`]), SCTP association
+//! and path info ([`wirelab_sctp::AssocInfo`]), the rate controller's
+//! [`wirelab_ratectl::RateSnapshot`], a qdisc's counters — never the driver's nodes or
+//! links; the driver (`sample.rs`) walks its hosts and hands them over. Each time-series
+//! row declares its columns once, with the snapshot expression that fills each (the
+//! `snapshot_row!` macro): a new counter is one line there, plus the engine's field.
 use serde::Serialize;
 use wirelab_core::{Instant, Pkt};
 use wirelab_qdisc::Qdisc;
+
+/// Declares a time-series row type: one `column: type = expression` per column, the
+/// expression reading the snapshot context `$c`. Generates the struct (serialised as CSV
+/// in declaration order) and `fn from_snapshot(c) -> Self`.
+macro_rules! snapshot_row {
+    ($(#[$sm:meta])* $name:ident from $ctx:ty as $c:ident { $( $(#[$m:meta])* $f:ident : $t:ty = $e:expr ),* $(,)? }) => {
+        $(#[$sm])*
+        #[derive(Clone, Debug, Serialize)]
+        pub struct $name { $( $(#[$m])* pub $f: $t, )* }
+        impl $name {
+            fn from_snapshot($c: &$ctx) -> Self {
+                $name { $( $f: $e, )* }
+            }
+        }
+    };
+}
+
+/// Where a socket snapshot was taken: time, owning app, node, socket, and the snapshot.
+struct At<'a, T> {
+    t: Instant,
+    flow: &'a str,
+    node: &'a str,
+    sock: u32,
+    conn: String,
+    info: &'a T,
+}
+
+impl At<'_, wirelab_sctp::AssocInfo> {
+    /// The association's active path.
+    fn act(&self) -> Option<&wirelab_sctp::PathInfo> {
+        self.info.paths.get(self.info.active_path)
+    }
+}
 
 /// Direction of a captured packet relative to the interface.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,209 +169,177 @@ pub struct QueueSample {
     pub sent_bytes: u64,
 }
 
-/// A TCP socket time-series row, with `tcp_info` / `ss -ti` field names.
-#[derive(Clone, Debug, Serialize)]
-pub struct TcpSample {
-    /// Time (s).
-    pub time_s: f64,
-    /// Owning app.
-    pub flow: String,
-    /// Node.
-    pub node: String,
-    /// Socket id on that node.
-    pub sock: u32,
-    /// `local -> remote`.
-    pub conn: String,
-    /// State (`ss` spelling).
-    pub state: &'static str,
-    /// Congestion-avoidance state (`Open`, `Disorder`, `CWR`, `Recovery`, `Loss`).
-    pub ca_state: String,
-    /// `snd_cwnd` (segments).
-    pub cwnd: u32,
-    /// `snd_ssthresh` (segments; 2147483647 = infinite).
-    pub ssthresh: u32,
-    /// Smoothed RTT (ms).
-    pub srtt_ms: f64,
-    /// RTT variation (ms).
-    pub rttvar_ms: f64,
-    /// RTO (ms).
-    pub rto_ms: f64,
-    /// Sending MSS.
-    pub snd_mss: u32,
-    /// `packets_out`.
-    pub unacked: u32,
-    /// `sacked_out`.
-    pub sacked: u32,
-    /// `lost_out`.
-    pub lost: u32,
-    /// `retrans_out`.
-    pub retrans: u32,
-    /// `total_retrans`.
-    pub total_retrans: u32,
-    /// Peer's advertised window (bytes).
-    pub snd_wnd: u32,
-    /// Our advertised window (bytes).
-    pub rcv_wnd: u32,
-    /// `sk_sndbuf`.
-    pub sndbuf: u32,
-    /// `sk_rcvbuf`.
-    pub rcvbuf: u32,
-    /// Unsent bytes.
-    pub notsent: u32,
-    /// Delivery rate (bit/s).
-    pub delivery_rate_bps: f64,
-    /// Bytes ACKed by the peer.
-    pub bytes_acked: u64,
-    /// Bytes received in order.
-    pub bytes_received: u64,
-    /// Stream is thin now (`tcp_stream_is_thin()`).
-    pub thin: bool,
-    /// RTO expirations.
-    pub rto_count: u32,
-    /// Linear (non-backed-off) thin-stream timeouts.
-    pub thin_linear_timeouts: u32,
-    /// Thin-stream fast retransmits on the first dupACK.
-    pub thin_dupack_retrans: u32,
-    /// Early retransmits.
-    pub early_retrans: u32,
-    /// Tail loss probes.
-    pub tlp_probes: u32,
-    /// Packets carrying bundled redundant data (RDB).
-    pub rdb_packets: u32,
-    /// Redundant bytes bundled (RDB).
-    pub rdb_bytes_bundled: u64,
-    /// RDB (2015): losses detected through bundles that triggered a cwnd reduction (CWR).
-    pub rdb_loss_cwr: u32,
-}
-
-impl TcpSample {
-    fn new(t: Instant, flow: &str, node: &str, sock: u32, conn: String, i: &wirelab_tcp::TcpInfo) -> Self {
-        TcpSample {
-            time_s: t.as_secs_f64(),
-            flow: flow.to_string(),
-            node: node.to_string(),
-            sock,
-            conn,
-            state: i.state.name(),
-            ca_state: format!("{:?}", i.ca_state),
-            cwnd: i.cwnd,
-            ssthresh: i.ssthresh,
-            srtt_ms: i.srtt_us as f64 / 1000.0,
-            rttvar_ms: i.rttvar_us as f64 / 1000.0,
-            rto_ms: i.rto_us as f64 / 1000.0,
-            snd_mss: i.snd_mss,
-            unacked: i.unacked,
-            sacked: i.sacked,
-            lost: i.lost,
-            retrans: i.retrans,
-            total_retrans: i.total_retrans,
-            snd_wnd: i.snd_wnd,
-            rcv_wnd: i.rcv_wnd,
-            sndbuf: i.sndbuf,
-            rcvbuf: i.rcvbuf,
-            notsent: i.notsent_bytes,
-            delivery_rate_bps: i.delivery_rate as f64 * 8.0,
-            bytes_acked: i.bytes_acked,
-            bytes_received: i.bytes_received,
-            thin: i.thin,
-            rto_count: i.rto_count,
-            thin_linear_timeouts: i.thin_linear_timeouts,
-            thin_dupack_retrans: i.thin_dupack_retrans,
-            early_retrans: i.early_retrans,
-            tlp_probes: i.tlp_probes,
-            rdb_packets: i.rdb_packets,
-            rdb_bytes_bundled: i.rdb_bytes_bundled,
-            rdb_loss_cwr: i.rdb_loss_cwr,
-        }
+snapshot_row! {
+    /// A TCP socket time-series row, with `tcp_info` / `ss -ti` field names.
+    TcpSample from At<'_, wirelab_tcp::TcpInfo> as c {
+        /// Time (s).
+        time_s: f64 = c.t.as_secs_f64(),
+        /// Owning app.
+        flow: String = c.flow.to_string(),
+        /// Node.
+        node: String = c.node.to_string(),
+        /// Socket id on that node.
+        sock: u32 = c.sock,
+        /// `local -> remote`.
+        conn: String = c.conn.clone(),
+        /// State (`ss` spelling).
+        state: &'static str = c.info.state.name(),
+        /// Congestion-avoidance state (`Open`, `Disorder`, `CWR`, `Recovery`, `Loss`).
+        ca_state: String = format!("{:?}", c.info.ca_state),
+        /// `snd_cwnd` (segments).
+        cwnd: u32 = c.info.cwnd,
+        /// `snd_ssthresh` (segments; 2147483647 = infinite).
+        ssthresh: u32 = c.info.ssthresh,
+        /// Smoothed RTT (ms).
+        srtt_ms: f64 = c.info.srtt_us as f64 / 1000.0,
+        /// RTT variation (ms).
+        rttvar_ms: f64 = c.info.rttvar_us as f64 / 1000.0,
+        /// RTO (ms).
+        rto_ms: f64 = c.info.rto_us as f64 / 1000.0,
+        /// Sending MSS.
+        snd_mss: u32 = c.info.snd_mss,
+        /// `packets_out`.
+        unacked: u32 = c.info.unacked,
+        /// `sacked_out`.
+        sacked: u32 = c.info.sacked,
+        /// `lost_out`.
+        lost: u32 = c.info.lost,
+        /// `retrans_out`.
+        retrans: u32 = c.info.retrans,
+        /// `total_retrans`.
+        total_retrans: u32 = c.info.total_retrans,
+        /// Peer's advertised window (bytes).
+        snd_wnd: u32 = c.info.snd_wnd,
+        /// Our advertised window (bytes).
+        rcv_wnd: u32 = c.info.rcv_wnd,
+        /// `sk_sndbuf`.
+        sndbuf: u32 = c.info.sndbuf,
+        /// `sk_rcvbuf`.
+        rcvbuf: u32 = c.info.rcvbuf,
+        /// Unsent bytes.
+        notsent: u32 = c.info.notsent_bytes,
+        /// Delivery rate (bit/s).
+        delivery_rate_bps: f64 = c.info.delivery_rate as f64 * 8.0,
+        /// Bytes ACKed by the peer.
+        bytes_acked: u64 = c.info.bytes_acked,
+        /// Bytes received in order.
+        bytes_received: u64 = c.info.bytes_received,
+        /// Stream is thin now (`tcp_stream_is_thin()`).
+        thin: bool = c.info.thin,
+        /// RTO expirations.
+        rto_count: u32 = c.info.rto_count,
+        /// Linear (non-backed-off) thin-stream timeouts.
+        thin_linear_timeouts: u32 = c.info.thin_linear_timeouts,
+        /// Thin-stream fast retransmits on the first dupACK.
+        thin_dupack_retrans: u32 = c.info.thin_dupack_retrans,
+        /// Early retransmits.
+        early_retrans: u32 = c.info.early_retrans,
+        /// Tail loss probes.
+        tlp_probes: u32 = c.info.tlp_probes,
+        /// Packets carrying bundled redundant data (RDB).
+        rdb_packets: u32 = c.info.rdb_packets,
+        /// Redundant bytes bundled (RDB).
+        rdb_bytes_bundled: u64 = c.info.rdb_bytes_bundled,
+        /// RDB (2015): losses detected through bundles that triggered a cwnd reduction (CWR).
+        rdb_loss_cwr: u32 = c.info.rdb_loss_cwr,
     }
 }
 
-/// An SCTP association time-series row.
-#[derive(Clone, Debug, Serialize)]
-pub struct SctpSample {
-    /// Time (s).
-    pub time_s: f64,
-    /// Owning app.
-    pub flow: String,
-    /// Node.
-    pub node: String,
-    /// Socket id on that node.
-    pub sock: u32,
-    /// State.
-    pub state: String,
-    /// cwnd summed over active paths (bytes).
-    pub cwnd: u64,
-    /// ssthresh of the active path (bytes).
-    pub ssthresh: u32,
-    /// Bytes in flight over all paths.
-    pub flight: u64,
-    /// RTO of the active path (ms).
-    pub rto_ms: f64,
-    /// SRTT of the active path (ms).
-    pub srtt_ms: f64,
-    /// Active path index.
-    pub active_path: usize,
-    /// Peer's receive window.
-    pub peer_rwnd: u32,
-    /// Our receive window.
-    pub rwnd: u32,
-    /// `sk_sndbuf`.
-    pub sndbuf: u64,
-    /// `sk_rcvbuf`.
-    pub rcvbuf: u64,
-    /// Send-buffer charge.
-    pub sndbuf_used: u64,
-    /// Send-buffer occupancy in percent of `sndbuf` (truesize charge / `sk_sndbuf`; the
-    /// value chunk 0x96 carries depends on `net.sctp.sndbuf_adv`, see the next columns).
-    pub sndbuf_occupancy_pct: f64,
-    /// Chunk-0x96 advertisements this end has sent so far.
-    pub sndbuf_adv_sent: u64,
-    /// Flags byte of the last chunk 0x96 this end received from its peer (the peer's
-    /// advertised occupancy, e.g. a decile 0–10 with `v4`); 0 if none.
-    pub sndbuf_adv_rx_flags: u8,
-    /// Unsent bytes.
-    pub out_qlen: u64,
-    /// Sent, unacked bytes.
-    pub outstanding: u64,
-    /// Chunks retransmitted.
-    pub retransmits: u64,
-    /// Bytes delivered to the app.
-    pub bytes_delivered: u64,
-    /// Bytes cumulatively acked.
-    pub bytes_acked: u64,
+snapshot_row! {
+    /// An SCTP association time-series row.
+    SctpSample from At<'_, wirelab_sctp::AssocInfo> as c {
+        /// Time (s).
+        time_s: f64 = c.t.as_secs_f64(),
+        /// Owning app.
+        flow: String = c.flow.to_string(),
+        /// Node.
+        node: String = c.node.to_string(),
+        /// Socket id on that node.
+        sock: u32 = c.sock,
+        /// State.
+        state: String = format!("{:?}", c.info.state),
+        /// cwnd summed over active paths (bytes).
+        cwnd: u64 = c.info.paths.iter().filter(|p| p.state == wirelab_sctp::PathState::Active).map(|p| p.cwnd as u64).sum(),
+        /// ssthresh of the active path (bytes).
+        ssthresh: u32 = c.act().map_or(0, |p| p.ssthresh),
+        /// Bytes in flight over all paths.
+        flight: u64 = c.info.paths.iter().map(|p| p.flight as u64).sum(),
+        /// RTO of the active path (ms).
+        rto_ms: f64 = c.act().map_or(0.0, |p| p.rto_ms),
+        /// SRTT of the active path (ms).
+        srtt_ms: f64 = c.act().map_or(0.0, |p| p.srtt_ms),
+        /// Active path index.
+        active_path: usize = c.info.active_path,
+        /// Peer's receive window.
+        peer_rwnd: u32 = c.info.peer_rwnd,
+        /// Our receive window.
+        rwnd: u32 = c.info.rwnd,
+        /// `sk_sndbuf`.
+        sndbuf: u64 = c.info.sndbuf,
+        /// `sk_rcvbuf`.
+        rcvbuf: u64 = c.info.rcvbuf,
+        /// Send-buffer charge.
+        sndbuf_used: u64 = c.info.sndbuf_used,
+        /// Send-buffer occupancy in percent of `sndbuf` (truesize charge / `sk_sndbuf`; the
+        /// value chunk 0x96 carries depends on `net.sctp.sndbuf_adv`, see the next columns).
+        sndbuf_occupancy_pct: f64 = if c.info.sndbuf > 0 { c.info.sndbuf_used as f64 * 100.0 / c.info.sndbuf as f64 } else { 0.0 },
+        /// Chunk-0x96 advertisements this end has sent so far.
+        sndbuf_adv_sent: u64 = c.info.stats.sndbuf_adv_sent,
+        /// Flags byte of the last chunk 0x96 this end received from its peer (the peer's
+        /// advertised occupancy, e.g. a decile 0–10 with `v4`); 0 if none.
+        sndbuf_adv_rx_flags: u8 = c.info.stats.last_sndbuf_adv_flags,
+        /// Unsent bytes.
+        out_qlen: u64 = c.info.out_qlen,
+        /// Sent, unacked bytes.
+        outstanding: u64 = c.info.outstanding_bytes,
+        /// Chunks retransmitted.
+        retransmits: u64 = c.info.stats.retransmits,
+        /// Bytes delivered to the app.
+        bytes_delivered: u64 = c.info.stats.bytes_delivered,
+        /// Bytes cumulatively acked.
+        bytes_acked: u64 = c.info.stats.bytes_acked,
+    }
 }
 
-/// An SCTP path time-series row.
-#[derive(Clone, Debug, Serialize)]
-pub struct SctpPathSample {
-    /// Time (s).
-    pub time_s: f64,
-    /// Owning app.
-    pub flow: String,
-    /// Node.
-    pub node: String,
-    /// Socket id on that node.
-    pub sock: u32,
-    /// Path index.
-    pub path: usize,
-    /// Peer address.
-    pub addr: String,
-    /// Path state.
-    pub state: String,
-    /// Primary path.
-    pub primary: bool,
-    /// cwnd (bytes).
-    pub cwnd: u32,
-    /// ssthresh (bytes).
-    pub ssthresh: u32,
-    /// Flight (bytes).
-    pub flight: u32,
-    /// RTO (ms).
-    pub rto_ms: f64,
-    /// SRTT (ms).
-    pub srtt_ms: f64,
-    /// Error count.
-    pub error_count: u32,
+/// An SCTP path snapshot: the association's context and one of its paths.
+struct PathAt<'a> {
+    at: &'a At<'a, wirelab_sctp::AssocInfo>,
+    k: usize,
+    p: &'a wirelab_sctp::PathInfo,
+}
+
+snapshot_row! {
+    /// An SCTP path time-series row.
+    SctpPathSample from PathAt<'_> as c {
+        /// Time (s).
+        time_s: f64 = c.at.t.as_secs_f64(),
+        /// Owning app.
+        flow: String = c.at.flow.to_string(),
+        /// Node.
+        node: String = c.at.node.to_string(),
+        /// Socket id on that node.
+        sock: u32 = c.at.sock,
+        /// Path index.
+        path: usize = c.k,
+        /// Peer address.
+        addr: String = c.p.addr.to_string(),
+        /// Path state.
+        state: String = format!("{:?}", c.p.state),
+        /// Primary path.
+        primary: bool = c.p.primary,
+        /// cwnd (bytes).
+        cwnd: u32 = c.p.cwnd,
+        /// ssthresh (bytes).
+        ssthresh: u32 = c.p.ssthresh,
+        /// Flight (bytes).
+        flight: u32 = c.p.flight,
+        /// RTO (ms).
+        rto_ms: f64 = c.p.rto_ms,
+        /// SRTT (ms).
+        srtt_ms: f64 = c.p.srtt_ms,
+        /// Error count.
+        error_count: u32 = c.p.error_count,
+    }
 }
 
 /// A receiver-side rate-control row (seed 003): one controlled TCP connection per sample,
@@ -412,53 +418,64 @@ fn mix(h: u64, v: u64) -> u64 {
 }
 
 impl Recorder {
-    fn push_sctp(&mut self, now: Instant, flow: &str, node: &str, sock: u32, i: &wirelab_sctp::AssocInfo) {
-        let t = now.as_secs_f64();
-        let act = i.paths.get(i.active_path);
-        self.sctp_series.push(SctpSample {
-            time_s: t,
-            flow: flow.to_string(),
-            node: node.to_string(),
-            sock,
-            state: format!("{:?}", i.state),
-            cwnd: i.paths.iter().filter(|p| p.state == wirelab_sctp::PathState::Active).map(|p| p.cwnd as u64).sum(),
-            ssthresh: act.map_or(0, |p| p.ssthresh),
-            flight: i.paths.iter().map(|p| p.flight as u64).sum(),
-            rto_ms: act.map_or(0.0, |p| p.rto_ms),
-            srtt_ms: act.map_or(0.0, |p| p.srtt_ms),
-            active_path: i.active_path,
-            peer_rwnd: i.peer_rwnd,
-            rwnd: i.rwnd,
-            sndbuf: i.sndbuf,
-            rcvbuf: i.rcvbuf,
-            sndbuf_used: i.sndbuf_used,
-            sndbuf_occupancy_pct: if i.sndbuf > 0 { i.sndbuf_used as f64 * 100.0 / i.sndbuf as f64 } else { 0.0 },
-            sndbuf_adv_sent: i.stats.sndbuf_adv_sent,
-            sndbuf_adv_rx_flags: i.stats.last_sndbuf_adv_flags,
-            out_qlen: i.out_qlen,
-            outstanding: i.outstanding_bytes,
-            retransmits: i.stats.retransmits,
-            bytes_delivered: i.stats.bytes_delivered,
-            bytes_acked: i.stats.bytes_acked,
-        });
-        for (k, p) in i.paths.iter().enumerate() {
-            self.path_series.push(SctpPathSample {
-                time_s: t,
-                flow: flow.to_string(),
-                node: node.to_string(),
-                sock,
-                path: k,
-                addr: p.addr.to_string(),
-                state: format!("{:?}", p.state),
-                primary: p.primary,
-                cwnd: p.cwnd,
-                ssthresh: p.ssthresh,
-                flight: p.flight,
-                rto_ms: p.rto_ms,
-                srtt_ms: p.srtt_ms,
-                error_count: p.error_count,
-            });
+    /// A TCP socket's `tcp_info` snapshot.
+    pub(crate) fn tcp(&mut self, t: Instant, flow: &str, node: &str, sock: u32, conn: String, info: &wirelab_tcp::TcpInfo) {
+        self.tcp_series.push(TcpSample::from_snapshot(&At { t, flow, node, sock, conn, info }));
+    }
+
+    /// An SCTP association's info snapshot: one association row and one row per path.
+    pub(crate) fn sctp(&mut self, t: Instant, flow: &str, node: &str, sock: u32, info: &wirelab_sctp::AssocInfo) {
+        let at = At { t, flow, node, sock, conn: String::new(), info };
+        self.sctp_series.push(SctpSample::from_snapshot(&at));
+        for (k, p) in info.paths.iter().enumerate() {
+            self.path_series.push(SctpPathSample::from_snapshot(&PathAt { at: &at, k, p }));
         }
+    }
+
+    /// A rate-controlled connection's snapshot.
+    pub(crate) fn rate(&mut self, t: Instant, node: &str, conn: String, snap: &wirelab_ratectl::RateSnapshot) {
+        self.rate_series.push(RateSample {
+            time_s: t.as_secs_f64(),
+            node: node.to_string(),
+            conn,
+            rate_bps: snap.rate_bytes_per_sec as f64 * 8.0,
+            rate_pps: snap.rate_pps(),
+            window: snap.window,
+            linux_window: snap.linux_window,
+            mode: format!("{:?}", snap.mode),
+        });
+    }
+
+    /// An egress queue's counters.
+    pub(crate) fn queue(&mut self, t: Instant, dev: &str, q: &dyn Qdisc) {
+        let st = q.stats();
+        self.queue_series.push(QueueSample { time_s: t.as_secs_f64(), dev: dev.to_string(), qlen: q.qlen(), backlog: q.backlog_bytes(), drops: st.drops, sent_bytes: st.bytes });
+    }
+
+    /// Starts a sample at `now` with each app's cumulative `(tx, rx)` bytes: pushes the
+    /// per-app rate rows. False if `now` was sampled already (the end-of-run sample can
+    /// coincide with a periodic one); the caller then records nothing else.
+    pub(crate) fn begin_sample<'a>(&mut self, now: Instant, apps: impl Iterator<Item = (&'a str, (u64, u64))>) -> bool {
+        let (names, counters): (Vec<&str>, Vec<(u64, u64)>) = apps.unzip();
+        if let Some((t0, prev)) = &self.last_sample {
+            if *t0 == now {
+                return false;
+            }
+            let dt = (now - *t0).as_secs_f64();
+            for (i, name) in names.iter().enumerate() {
+                let (tx, rx) = counters[i];
+                self.flow_series.push(FlowSample {
+                    time_s: now.as_secs_f64(),
+                    flow: name.to_string(),
+                    tx_bytes: tx,
+                    rx_bytes: rx,
+                    rx_rate_bps: (rx - prev[i].1) as f64 * 8.0 / dt,
+                    tx_rate_bps: (tx - prev[i].0) as f64 * 8.0 / dt,
+                });
+            }
+        }
+        self.last_sample = Some((now, counters));
+        true
     }
 
     pub(crate) fn capture(&mut self, c: u32, t: Instant, iface: u32, dir: CaptureDir, ip: &[u8]) {
@@ -476,75 +493,5 @@ impl Recorder {
     /// Hash of every packet delivery and drop (time, packet, node) in order.
     pub fn fingerprint(&self) -> u64 {
         self.fingerprint
-    }
-
-    pub(crate) fn sample(&mut self, now: Instant, apps: &[App], nodes: &[Node], _dirs: &[LinkDir]) {
-        let counters: Vec<(u64, u64)> = apps.iter().map(|a| a.counter_bytes()).collect();
-        if let Some((t0, prev)) = &self.last_sample {
-            if *t0 == now {
-                return;
-            }
-            let dt = (now - *t0).as_secs_f64();
-            for (i, a) in apps.iter().enumerate() {
-                let (tx, rx) = counters[i];
-                self.flow_series.push(FlowSample {
-                    time_s: now.as_secs_f64(),
-                    flow: a.name.clone(),
-                    tx_bytes: tx,
-                    rx_bytes: rx,
-                    rx_rate_bps: (rx - prev[i].1) as f64 * 8.0 / dt,
-                    tx_rate_bps: (tx - prev[i].0) as f64 * 8.0 / dt,
-                });
-            }
-        }
-        for a in apps {
-            let node = &nodes[a.node as usize];
-            let Some(stack) = node.stack.as_deref() else { continue };
-            a.tcp_sockets(&mut |s| {
-                if let Some(i) = stack.s_info(s) {
-                    let conn = stack.s_addrs(s).map(|(l, r)| format!("{l}->{r}")).unwrap_or_default();
-                    self.tcp_series.push(TcpSample::new(now, &a.name, &node.name, s.0, conn, &i));
-                } else if let Some(i) = stack.s_sctp(s).and_then(|x| stack.sctp().info(x)) {
-                    // a TCP application whose shim carries it over SCTP
-                    self.push_sctp(now, &a.name, &node.name, s.0, &i);
-                }
-            });
-            a.sctp_sockets(&mut |s| {
-                if let Some(i) = stack.sctp().info(s) {
-                    self.push_sctp(now, &a.name, &node.name, s.0, &i);
-                }
-            });
-        }
-        for n in nodes {
-            let Some(stack) = n.stack.as_deref() else { continue };
-            for (s, probe) in &stack.rate_probes {
-                let snap = probe.snapshot_at(now);
-                let conn = stack.tcp().addrs(*s).map(|(l, r)| format!("{l}->{r}")).unwrap_or_default();
-                self.rate_series.push(RateSample {
-                    time_s: now.as_secs_f64(),
-                    node: n.name.clone(),
-                    conn,
-                    rate_bps: snap.rate_bytes_per_sec as f64 * 8.0,
-                    rate_pps: snap.rate_pps(),
-                    window: snap.window,
-                    linux_window: snap.linux_window,
-                    mode: format!("{:?}", snap.mode),
-                });
-            }
-        }
-        for n in nodes {
-            for f in &n.ifaces {
-                let st = f.qdisc.stats();
-                self.queue_series.push(QueueSample {
-                    time_s: now.as_secs_f64(),
-                    dev: f.dev.clone(),
-                    qlen: f.qdisc.qlen(),
-                    backlog: f.qdisc.backlog_bytes(),
-                    drops: st.drops,
-                    sent_bytes: st.bytes,
-                });
-            }
-        }
-        self.last_sample = Some((now, counters));
     }
 }

@@ -1,5 +1,5 @@
 //! What a run produces, as plain tables (serialised by the CLI and Python layers).
-use crate::apps::FlowSummary;
+use wirelab_apps::FlowSummary;
 use crate::record::{FlowSample, ProbeRecord, QueueSample, RateSample, SctpPathSample, SctpSample, TcpSample};
 use crate::sim::{NodeCounters, Sim};
 use serde::Serialize;

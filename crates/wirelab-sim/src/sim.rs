@@ -5,7 +5,7 @@
 //! receiving interface. The transmitter pulls from the qdisc whenever it is idle, like a
 //! NIC draining `dev_queue_xmit`'s queue. Only `Link`, `App`, `Stack`, `Change` and
 //! `Sample` entries live in the event heap; packets in flight stay inside their link.
-use crate::apps::{write_probe_header, App, AppCtx, AppInput, AppKind, UDP_IP_OVERHEAD};
+use wirelab_apps::{write_probe_header, App, AppCtx, AppInput, AppKind};
 use crate::stack::{HostStack, StackConfig};
 use crate::event::{Event, EventQueue};
 use crate::record::{CaptureDir, CaptureSink, ProbeEvent, ProbeRecord, Recorder};
@@ -405,13 +405,13 @@ impl Sim {
         let id = self.apps.len() as u32;
         let node = &mut self.nodes[app.node as usize];
         if let AppKind::UdpSink(s) = &app.kind {
-            if node.udp_ports.insert(s.port, id).is_some() {
-                return Err(BuildError(format!("node `{}`: UDP port {} is already bound", node.name, s.port)));
+            if node.udp_ports.insert(s.cfg.port, id).is_some() {
+                return Err(BuildError(format!("node `{}`: UDP port {} is already bound", node.name, s.cfg.port)));
             }
         }
         if let AppKind::UdpCbr(c) = &app.kind {
-            if c.src_port != 0 {
-                node.udp_ports.entry(c.src_port).or_insert(id);
+            if c.cfg.src_port != 0 {
+                node.udp_ports.entry(c.cfg.src_port).or_insert(id);
             }
         }
         self.apps.push(app);
@@ -491,7 +491,7 @@ impl Sim {
                 Event::Stack(n) => self.on_stack_timer(n),
                 Event::Change(c) => self.on_change(c),
                 Event::Sample => {
-                    self.rec.sample(self.now, &self.apps, &self.nodes, &self.dirs);
+                    self.sample();
                     self.events.push(self.now + self.sample_interval, Event::Sample);
                 }
             }
@@ -503,7 +503,7 @@ impl Sim {
         if self.now < until {
             self.now = until;
         }
-        self.rec.sample(self.now, &self.apps, &self.nodes, &self.dirs);
+        self.sample();
     }
 
     fn on_change(&mut self, c: u32) {
@@ -525,33 +525,24 @@ impl Sim {
         self.app_timers[a as usize] = None;
         let now = self.now;
         let node = self.apps[a as usize].node;
-        let next = match &mut self.apps[a as usize].kind {
+        match &mut self.apps[a as usize].kind {
             AppKind::UdpCbr(c) => {
-                if now >= c.stop || c.count.is_some_and(|n| c.sent_pkts >= n) {
-                    None
-                } else {
-                    let seq = c.sent_pkts;
-                    c.sent_pkts += 1;
-                    c.sent_bytes += c.payload as u64;
-                    let (dst, sport, len) = (c.dst, c.src_port, c.payload);
-                    let t = now + c.interval;
-                    if !self.send_udp(node, sport, dst, len as usize, seq) {
-                        if let AppKind::UdpCbr(c) = &mut self.apps[a as usize].kind {
-                            c.unroutable += 1;
-                        }
+                let Some(d) = c.on_timer(now) else { return };
+                if !self.send_udp(node, d.src_port, d.dst, d.payload, d.seq) {
+                    if let AppKind::UdpCbr(c) = &mut self.apps[a as usize].kind {
+                        c.unroutable += 1;
                     }
-                    Some(t)
                 }
+                self.arm_app(a, d.next);
             }
-            AppKind::UdpSink(_) => None,
-            _ => {
-                self.app_input(a, AppInput::Timer);
-                return;
-            }
-        };
-        if let Some(t) = next {
-            self.arm_app(a, t);
+            AppKind::UdpSink(_) => {}
+            _ => self.app_input(a, AppInput::Timer),
         }
+    }
+
+    /// The applications, in the order they were added (their index is their id).
+    pub fn apps(&self) -> &[App] {
+        &self.apps
     }
 
     /// Sets the transport configuration of node `n` (before its stack is created).
@@ -646,16 +637,8 @@ impl Sim {
         let src = self.apps[a as usize].dst_addr().and_then(|d| self.source_addr(n, d));
         let node = &mut self.nodes[n as usize];
         let Some(stack) = node.stack.as_deref_mut() else { return };
-        let mut ctx = AppCtx { now, app: a, stack, src, local_addrs: &node.addrs };
-        let next = match &mut self.apps[a as usize].kind {
-            AppKind::TcpBulk(b) => b.on_input(&mut ctx, input),
-            AppKind::TcpServer(v) => v.on_input(&mut ctx, input),
-            AppKind::TcpRr(r) => r.on_input(&mut ctx, input),
-            AppKind::TcpThin(t) => t.on_input(&mut ctx, input),
-            AppKind::SctpBulk(b) => b.on_input(&mut ctx, input),
-            AppKind::SctpServer(v) => v.on_input(&mut ctx, input),
-            AppKind::UdpCbr(_) | AppKind::UdpSink(_) => None,
-        };
+        let mut ctx = AppCtx { now, app: a, sockets: stack, src, local_addrs: &node.addrs };
+        let next = self.apps[a as usize].on_input(&mut ctx, input);
         if let Some(t) = next {
             if t >= now && self.app_timers[a as usize] != Some(t) {
                 self.arm_app(a, t);
@@ -675,7 +658,7 @@ impl Sim {
                 buf.clear();
                 buf.resize(HEADROOM, 0);
                 let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() else { return };
-                let t = stack.poll_transmit(now, &mut buf);
+                let t = stack.engine().poll_transmit(now, &mut buf);
                 match t {
                     Some(t) => self.send_ip(n, t, buf),
                     None => {
@@ -724,7 +707,7 @@ impl Sim {
             return; // superseded entry
         }
         stack.scheduled = None;
-        stack.handle_timeout(now);
+        stack.engine().handle_timeout(now);
         self.service_stack(n);
     }
 
@@ -1008,7 +991,7 @@ impl Sim {
                     let payload = ipp.payload();
                     // checksum offload: only corrupted packets are verified (PktMeta::corrupted)
                     let verify = pkt.meta.corrupted || self.verify_checksums;
-                    stack.handle_packet(now, src, dst, proto, tos, payload, verify);
+                    stack.engine().handle_packet(now, wirelab_core::Datagram { src, dst, proto, tos, payload, verify });
                 }
                 self.recycle(pkt.data);
                 self.service_stack(n);
@@ -1023,6 +1006,6 @@ impl Sim {
 
     /// Interval between datagrams for a CBR source of `rate_bps` counted over IP bytes.
     pub fn cbr_interval(payload: u32, rate_bps: u64) -> Duration {
-        Duration::transmit_time((payload + UDP_IP_OVERHEAD) as u64, rate_bps)
+        wirelab_apps::UdpCbrConfig::interval_for(payload, rate_bps)
     }
 }

@@ -1,35 +1,237 @@
-//! A host's transport stack: one TCP and one SCTP endpoint, created on first use, plus the
+//! A host's transport stack: its engines behind one [`Transports`] object (plain TCP and
+//! SCTP side by side, or both under the TCP-to-SCTP shim), created on first use, plus the
 //! table saying which application owns which socket.
 //!
 //! The simulator is the sans-IO engines' driver (`wirelab_core::transport`): after every
 //! input it drains `poll_transmit` into IPv4 datagrams, hands `poll_event`s to the owning
 //! applications, and keeps one `Event::Stack(node)` heap entry at the earliest engine timer.
+//! It sees only the [`Engine`] trait; applications see the stream-socket calls below.
 use std::net::{Ipv4Addr, SocketAddrV4};
-use wirelab_core::Instant;
-use wirelab_shim::ShimSocketId as ShimId;
+use wirelab_core::{Datagram, Engine, Instant, SockEvent, SocketRef, Transmit};
+use wirelab_shim::{ShimSocketId as ShimId, ShimStack};
 use wirelab_tcp::{SockError, SocketId as TcpId};
-use wirelab_sctp::{SctpConfig, SctpEndpoint};
+use wirelab_sctp::{SctpConfig, SctpEndpoint, SocketId as SctpId};
 use wirelab_tcp::{TcpConfig, TcpEndpoint};
 
 /// Owner value for "no application".
 const NO_OWNER: u32 = u32::MAX;
 
-/// The engines of a host: plain TCP and SCTP, or both behind the TCP-to-SCTP shim.
-/// `Plain` stays inline: it is the common case, the hot path, and `HostStack` is boxed.
-#[allow(clippy::large_enum_variant)]
-enum Engines {
-    Plain { tcp: TcpEndpoint, sctp: SctpEndpoint },
-    Shim(Box<wirelab_shim::ShimStack>),
+/// A host's engines as the driver and the applications use them: one [`Engine`] (the
+/// packets, timers and events of every transport on the host) that also answers the
+/// stream-socket calls of TCP applications and gives access to the engines underneath.
+///
+/// Stream sockets have TCP semantics: on a plain host they are the TCP endpoint's, on a
+/// shim host (`shim = [...]` rules in the scenario) the shim's, which carries the same
+/// byte stream over SCTP when the rules say so (seed 5); applications run unchanged, as
+/// with the paper's socket-layer shim. A live driver reuses these objects as they are.
+pub trait Transports: Engine {
+    /// The TCP endpoint (under the shim on a shim host).
+    fn tcp(&self) -> &TcpEndpoint;
+    /// The TCP endpoint, mutably.
+    fn tcp_mut(&mut self) -> &mut TcpEndpoint;
+    /// The SCTP endpoint (native SCTP apps; under the shim on a shim host).
+    fn sctp(&self) -> &SctpEndpoint;
+    /// The SCTP endpoint, mutably.
+    fn sctp_mut(&mut self) -> &mut SctpEndpoint;
+    /// The shim, on a shim host (rule matches, fallback reasons).
+    fn shim(&self) -> Option<&ShimStack> {
+        None
+    }
+    /// `connect()` of a stream socket.
+    fn connect(&mut self, now: Instant, local: Ipv4Addr, remote: SocketAddrV4) -> Result<TcpId, SockError>;
+    /// `connect()` offering every local address and the destination's other addresses
+    /// (`remote_alt`), for a shim that may carry the stream over a multihomed association.
+    fn connect_multi(&mut self, now: Instant, local: Ipv4Addr, _locals: &[Ipv4Addr], remote: SocketAddrV4, _remote_alt: &[Ipv4Addr]) -> Result<TcpId, SockError> {
+        self.connect(now, local, remote)
+    }
+    /// `listen()`.
+    fn listen(&mut self, local: SocketAddrV4, backlog: u32) -> Result<TcpId, SockError>;
+    /// `accept()`.
+    fn accept(&mut self, l: TcpId) -> Option<TcpId>;
+    /// `write()`.
+    fn send(&mut self, now: Instant, s: TcpId, data: &[u8]) -> Result<usize, SockError>;
+    /// `read()`.
+    fn recv(&mut self, now: Instant, s: TcpId, buf: &mut [u8]) -> Result<usize, SockError>;
+    /// Reads and discards up to `max` bytes.
+    fn recv_discard(&mut self, now: Instant, s: TcpId, max: usize) -> Result<usize, SockError>;
+    /// `shutdown(SHUT_WR)`.
+    fn shutdown_write(&mut self, now: Instant, s: TcpId) -> Result<(), SockError>;
+    /// `close()`.
+    fn close(&mut self, now: Instant, s: TcpId);
+    /// `setsockopt()`.
+    fn set_option(&mut self, s: TcpId, opt: wirelab_tcp::SockOpt) -> Result<(), SockError>;
+    /// The TCP connection carrying a stream socket (itself on a plain host; the shim's
+    /// TCP connection on a shim host, `None` while it has none).
+    fn stream_tcp(&self, s: TcpId) -> Option<TcpId>;
+    /// The SCTP association carrying a stream socket (`None` unless a shim carries it
+    /// over SCTP).
+    fn stream_sctp(&self, _s: TcpId) -> Option<wirelab_sctp::SocketId> {
+        None
+    }
+    /// Transport a stream socket ended up on (`tcp`, `sctp`, or empty while undecided).
+    fn stream_transport(&self, _s: TcpId) -> &'static str {
+        "tcp"
+    }
 }
 
-/// A host's TCP and SCTP endpoints.
-///
-/// TCP applications use the `s_*` stream-socket calls: on a plain host they are the TCP
-/// endpoint's, on a shim host (`shim = [...]` rules in the scenario) the shim's, which
-/// carries the same byte stream over SCTP when the rules say so (seed 5) — applications
-/// run unchanged, as with the paper's socket-layer shim.
+/// Plain TCP and SCTP endpoints side by side: TCP segments go to TCP, everything else to
+/// SCTP; TCP transmits first. The common case and the hot path.
+pub struct DualStack {
+    tcp: TcpEndpoint,
+    sctp: SctpEndpoint,
+}
+
+impl Engine for DualStack {
+    fn handle_packet(&mut self, now: Instant, d: Datagram<'_>) {
+        if d.proto == wirelab_wire::ip_proto::TCP {
+            Engine::handle_packet(&mut self.tcp, now, d);
+        } else {
+            Engine::handle_packet(&mut self.sctp, now, d);
+        }
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        // each engine runs only when its own timer is due
+        if self.tcp.poll_timeout().is_some_and(|t| t <= now) {
+            self.tcp.handle_timeout(now);
+        }
+        if self.sctp.poll_timeout().is_some_and(|t| t <= now) {
+            self.sctp.handle_timeout(now);
+        }
+    }
+    fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        match self.tcp.poll_transmit(now, buf) {
+            Some(t) => Some(t),
+            None => self.sctp.poll_transmit(now, buf),
+        }
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        match (Engine::poll_timeout(&self.tcp), Engine::poll_timeout(&self.sctp)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+    fn poll_event(&mut self) -> Option<(SocketRef, SockEvent)> {
+        Engine::poll_event(&mut self.tcp).or_else(|| Engine::poll_event(&mut self.sctp))
+    }
+}
+
+impl Transports for DualStack {
+    fn tcp(&self) -> &TcpEndpoint {
+        &self.tcp
+    }
+    fn tcp_mut(&mut self) -> &mut TcpEndpoint {
+        &mut self.tcp
+    }
+    fn sctp(&self) -> &SctpEndpoint {
+        &self.sctp
+    }
+    fn sctp_mut(&mut self) -> &mut SctpEndpoint {
+        &mut self.sctp
+    }
+    fn connect(&mut self, now: Instant, local: Ipv4Addr, remote: SocketAddrV4) -> Result<TcpId, SockError> {
+        self.tcp.connect(now, local, remote)
+    }
+    fn listen(&mut self, local: SocketAddrV4, backlog: u32) -> Result<TcpId, SockError> {
+        self.tcp.listen(local, backlog)
+    }
+    fn accept(&mut self, l: TcpId) -> Option<TcpId> {
+        self.tcp.accept(l)
+    }
+    fn send(&mut self, now: Instant, s: TcpId, data: &[u8]) -> Result<usize, SockError> {
+        self.tcp.send(now, s, data)
+    }
+    fn recv(&mut self, now: Instant, s: TcpId, buf: &mut [u8]) -> Result<usize, SockError> {
+        self.tcp.recv(now, s, buf)
+    }
+    fn recv_discard(&mut self, now: Instant, s: TcpId, max: usize) -> Result<usize, SockError> {
+        self.tcp.recv_discard(now, s, max)
+    }
+    fn shutdown_write(&mut self, now: Instant, s: TcpId) -> Result<(), SockError> {
+        self.tcp.shutdown_write(now, s)
+    }
+    fn close(&mut self, now: Instant, s: TcpId) {
+        self.tcp.close(now, s)
+    }
+    fn set_option(&mut self, s: TcpId, opt: wirelab_tcp::SockOpt) -> Result<(), SockError> {
+        self.tcp.set_option(s, opt)
+    }
+    fn stream_tcp(&self, s: TcpId) -> Option<TcpId> {
+        Some(s)
+    }
+}
+
+impl Transports for ShimStack {
+    fn tcp(&self) -> &TcpEndpoint {
+        ShimStack::tcp(self)
+    }
+    fn tcp_mut(&mut self) -> &mut TcpEndpoint {
+        ShimStack::tcp_mut(self)
+    }
+    fn sctp(&self) -> &SctpEndpoint {
+        ShimStack::sctp(self)
+    }
+    fn sctp_mut(&mut self) -> &mut SctpEndpoint {
+        ShimStack::sctp_mut(self)
+    }
+    fn shim(&self) -> Option<&ShimStack> {
+        Some(self)
+    }
+    fn connect(&mut self, now: Instant, local: Ipv4Addr, remote: SocketAddrV4) -> Result<TcpId, SockError> {
+        ShimStack::connect(self, now, local, remote).map(|s| TcpId(s.0))
+    }
+    fn connect_multi(&mut self, now: Instant, local: Ipv4Addr, locals: &[Ipv4Addr], remote: SocketAddrV4, remote_alt: &[Ipv4Addr]) -> Result<TcpId, SockError> {
+        if remote_alt.is_empty() {
+            return Transports::connect(self, now, local, remote);
+        }
+        let mut l = vec![local];
+        l.extend(locals.iter().copied().filter(|a| *a != local));
+        let mut r = vec![*remote.ip()];
+        r.extend(remote_alt.iter().copied().filter(|a| a != remote.ip()));
+        ShimStack::connect_multi(self, now, &l, &r, remote.port()).map(|s| TcpId(s.0))
+    }
+    fn listen(&mut self, local: SocketAddrV4, backlog: u32) -> Result<TcpId, SockError> {
+        ShimStack::listen(self, local, backlog).map(|s| TcpId(s.0))
+    }
+    fn accept(&mut self, l: TcpId) -> Option<TcpId> {
+        ShimStack::accept(self, ShimId(l.0)).map(|s| TcpId(s.0))
+    }
+    fn send(&mut self, now: Instant, s: TcpId, data: &[u8]) -> Result<usize, SockError> {
+        ShimStack::send(self, now, ShimId(s.0), data)
+    }
+    fn recv(&mut self, now: Instant, s: TcpId, buf: &mut [u8]) -> Result<usize, SockError> {
+        ShimStack::recv(self, now, ShimId(s.0), buf)
+    }
+    fn recv_discard(&mut self, now: Instant, s: TcpId, max: usize) -> Result<usize, SockError> {
+        ShimStack::recv_discard(self, now, ShimId(s.0), max)
+    }
+    fn shutdown_write(&mut self, now: Instant, s: TcpId) -> Result<(), SockError> {
+        ShimStack::shutdown_write(self, now, ShimId(s.0))
+    }
+    fn close(&mut self, now: Instant, s: TcpId) {
+        ShimStack::close(self, now, ShimId(s.0))
+    }
+    fn set_option(&mut self, s: TcpId, opt: wirelab_tcp::SockOpt) -> Result<(), SockError> {
+        ShimStack::set_option(self, ShimId(s.0), opt)
+    }
+    fn stream_tcp(&self, s: TcpId) -> Option<TcpId> {
+        self.info(ShimId(s.0)).and_then(|i| i.tcp)
+    }
+    fn stream_sctp(&self, s: TcpId) -> Option<wirelab_sctp::SocketId> {
+        self.info(ShimId(s.0)).filter(|i| i.transport == Some(wirelab_shim::Transport::Sctp)).and_then(|i| i.sctp)
+    }
+    fn stream_transport(&self, s: TcpId) -> &'static str {
+        match self.info(ShimId(s.0)).and_then(|i| i.transport) {
+            Some(wirelab_shim::Transport::Sctp) => "sctp",
+            Some(wirelab_shim::Transport::Tcp) => "tcp",
+            None => "",
+        }
+    }
+}
+
+/// A host's transports, the socket-ownership table, and receiver-side rate control.
 pub struct HostStack {
-    engines: Engines,
+    engines: Box<dyn Transports>,
+    /// Owning app per stream socket, then per SCTP socket.
     tcp_owner: Vec<u32>,
     sctp_owner: Vec<u32>,
     /// Time of this stack's pending `Event::Stack` entry.
@@ -46,9 +248,9 @@ pub struct HostStack {
 
 impl HostStack {
     pub(crate) fn new(tcp: TcpEndpoint, sctp: SctpEndpoint, shim: Option<wirelab_shim::ShimConfig>) -> Self {
-        let engines = match shim {
-            None => Engines::Plain { tcp, sctp },
-            Some(cfg) => Engines::Shim(Box::new(wirelab_shim::ShimStack::new(cfg, tcp, sctp))),
+        let engines: Box<dyn Transports> = match shim {
+            None => Box::new(DualStack { tcp, sctp }),
+            Some(cfg) => Box::new(ShimStack::new(cfg, tcp, sctp)),
         };
         HostStack { engines, tcp_owner: Vec::new(), sctp_owner: Vec::new(), scheduled: None, rate: None, rate_probes: Vec::new(), udp_rate: Default::default(), rate_class_pending: Vec::new() }
     }
@@ -126,224 +328,66 @@ impl HostStack {
     pub fn sctp_owner(&self, s: wirelab_sctp::SocketId) -> Option<u32> {
         Self::get(&self.sctp_owner, s.0)
     }
-    /// Earliest timer of either engine.
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        match &self.engines {
-            Engines::Plain { tcp, sctp } => match (tcp.poll_timeout(), sctp.poll_timeout()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            },
-            Engines::Shim(sh) => sh.poll_timeout(),
+    /// Owner of a socket.
+    pub fn owner(&self, s: SocketRef) -> Option<u32> {
+        match s {
+            SocketRef::Stream(i) => Self::get(&self.tcp_owner, i),
+            SocketRef::Sctp(i) => Self::get(&self.sctp_owner, i),
         }
     }
-
+    /// The host's engines: what the driver runs.
+    pub fn engine(&mut self) -> &mut dyn Transports {
+        self.engines.as_mut()
+    }
+    /// Earliest timer of the host's engines.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.engines.poll_timeout()
+    }
     /// True on a shim host.
     pub fn is_shim(&self) -> bool {
-        matches!(self.engines, Engines::Shim(_))
+        self.engines.shim().is_some()
     }
     /// The shim, on a shim host (rule matches, fallback reasons).
-    pub fn shim(&self) -> Option<&wirelab_shim::ShimStack> {
-        match &self.engines {
-            Engines::Shim(sh) => Some(sh),
-            Engines::Plain { .. } => None,
-        }
+    pub fn shim(&self) -> Option<&ShimStack> {
+        self.engines.shim()
     }
     /// The TCP endpoint (under the shim on a shim host).
     pub fn tcp(&self) -> &TcpEndpoint {
-        match &self.engines {
-            Engines::Plain { tcp, .. } => tcp,
-            Engines::Shim(sh) => sh.tcp(),
-        }
+        self.engines.tcp()
     }
     /// The TCP endpoint, mutably.
     pub fn tcp_mut(&mut self) -> &mut TcpEndpoint {
-        match &mut self.engines {
-            Engines::Plain { tcp, .. } => tcp,
-            Engines::Shim(sh) => sh.tcp_mut(),
-        }
+        self.engines.tcp_mut()
     }
     /// The SCTP endpoint (native SCTP apps; under the shim on a shim host).
     pub fn sctp(&self) -> &SctpEndpoint {
-        match &self.engines {
-            Engines::Plain { sctp, .. } => sctp,
-            Engines::Shim(sh) => sh.sctp(),
-        }
+        self.engines.sctp()
     }
     /// The SCTP endpoint, mutably.
     pub fn sctp_mut(&mut self) -> &mut SctpEndpoint {
-        match &mut self.engines {
-            Engines::Plain { sctp, .. } => sctp,
-            Engines::Shim(sh) => sh.sctp_mut(),
-        }
-    }
-
-    /// A TCP or SCTP datagram payload for this host; `verify` = check its transport
-    /// checksum (only packets a link corrupted need it, see `PktMeta::corrupted`).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn handle_packet(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, proto: u8, tos: u8, payload: &[u8], verify: bool) {
-        match &mut self.engines {
-            Engines::Plain { tcp, sctp } => {
-                if proto == wirelab_wire::ip_proto::TCP {
-                    tcp.handle_packet_csum(now, src, dst, tos, payload, verify);
-                } else {
-                    sctp.handle_packet_csum(now, src, dst, tos, payload, verify);
-                }
-            }
-            Engines::Shim(sh) => sh.handle_packet_csum(now, src, dst, proto, tos, payload, verify),
-        }
-    }
-
-    pub(crate) fn handle_timeout(&mut self, now: Instant) {
-        match &mut self.engines {
-            Engines::Plain { tcp, sctp } => {
-                if tcp.poll_timeout().is_some_and(|t| t <= now) {
-                    tcp.handle_timeout(now);
-                }
-                if sctp.poll_timeout().is_some_and(|t| t <= now) {
-                    sctp.handle_timeout(now);
-                }
-            }
-            Engines::Shim(sh) => sh.handle_timeout(now),
-        }
-    }
-
-    pub(crate) fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<wirelab_core::Transmit> {
-        match &mut self.engines {
-            Engines::Plain { tcp, sctp } => match tcp.poll_transmit(now, buf) {
-                Some(t) => Some(t),
-                None => sctp.poll_transmit(now, buf),
-            },
-            Engines::Shim(sh) => sh.poll_transmit(now, buf),
-        }
+        self.engines.sctp_mut()
     }
 
     /// Next socket event as `(owning app, input)`; events of unowned sockets are dropped.
-    pub(crate) fn poll_app_event(&mut self) -> Option<Option<(u32, crate::apps::AppInput)>> {
-        use crate::apps::AppInput;
-        match &mut self.engines {
-            Engines::Plain { tcp, sctp } => {
-                if let Some((s, e)) = tcp.poll_event() {
-                    return Some(Self::get(&self.tcp_owner, s.0).map(|a| (a, AppInput::Tcp(s, e))));
-                }
-                if let Some((s, e)) = sctp.poll_event() {
-                    return Some(Self::get(&self.sctp_owner, s.0).map(|a| (a, AppInput::Sctp(s, e))));
-                }
-                None
-            }
-            Engines::Shim(sh) => {
-                // stream sockets are shim sockets; their ids live in the TCP owner table
-                if let Some((s, e)) = sh.poll_event() {
-                    let s = wirelab_tcp::SocketId(s.0);
-                    return Some(Self::get(&self.tcp_owner, s.0).map(|a| (a, AppInput::Tcp(s, e))));
-                }
-                match sh.poll_native_event() {
-                    Some(wirelab_shim::NativeEvent::Sctp(s, e)) => Some(Self::get(&self.sctp_owner, s.0).map(|a| (a, AppInput::Sctp(s, e)))),
-                    Some(wirelab_shim::NativeEvent::Tcp(..)) => Some(None),
-                    None => None,
-                }
-            }
-        }
+    pub(crate) fn poll_app_event(&mut self) -> Option<Option<(u32, wirelab_apps::AppInput)>> {
+        use wirelab_apps::AppInput;
+        let (s, e) = self.engines.poll_event()?;
+        Some(self.owner(s).map(|a| match s {
+            SocketRef::Stream(i) => (a, AppInput::Tcp(TcpId(i), e)),
+            SocketRef::Sctp(i) => (a, AppInput::Sctp(wirelab_sctp::SocketId(i), e)),
+        }))
     }
 
-    // ---- stream sockets (TCP semantics; the shim's on a shim host) ----
+    // ---- what the driver and recorders read of stream sockets ----
 
-    /// `connect()`.
-    pub fn s_connect(&mut self, now: Instant, local: Ipv4Addr, remote: SocketAddrV4) -> Result<TcpId, SockError> {
-        match &mut self.engines {
-            Engines::Plain { tcp, .. } => tcp.connect(now, local, remote),
-            Engines::Shim(sh) => sh.connect(now, local, remote).map(|s| TcpId(s.0)),
-        }
-    }
-    /// `connect()` that, on a shim host, offers SCTP every local address and the
-    /// destination's other addresses (`remote_alt`) so the association is multihomed; a
-    /// plain TCP connect uses `local` and `remote` only.
-    pub fn s_connect_multi(&mut self, now: Instant, local: Ipv4Addr, locals: &[Ipv4Addr], remote: SocketAddrV4, remote_alt: &[Ipv4Addr]) -> Result<TcpId, SockError> {
-        match &mut self.engines {
-            Engines::Shim(sh) if !remote_alt.is_empty() => {
-                let mut l = vec![local];
-                l.extend(locals.iter().copied().filter(|a| *a != local));
-                let mut r = vec![*remote.ip()];
-                r.extend(remote_alt.iter().copied().filter(|a| a != remote.ip()));
-                sh.connect_multi(now, &l, &r, remote.port()).map(|s| TcpId(s.0))
-            }
-            _ => self.s_connect(now, local, remote),
-        }
-    }
-    /// `listen()`.
-    pub fn s_listen(&mut self, local: SocketAddrV4, backlog: u32) -> Result<TcpId, SockError> {
-        match &mut self.engines {
-            Engines::Plain { tcp, .. } => tcp.listen(local, backlog),
-            Engines::Shim(sh) => sh.listen(local, backlog).map(|s| TcpId(s.0)),
-        }
-    }
-    /// `accept()`.
-    pub fn s_accept(&mut self, l: TcpId) -> Option<TcpId> {
-        match &mut self.engines {
-            Engines::Plain { tcp, .. } => tcp.accept(l),
-            Engines::Shim(sh) => sh.accept(ShimId(l.0)).map(|s| TcpId(s.0)),
-        }
-    }
-    /// `write()`.
-    pub fn s_send(&mut self, now: Instant, s: TcpId, data: &[u8]) -> Result<usize, SockError> {
-        match &mut self.engines {
-            Engines::Plain { tcp, .. } => tcp.send(now, s, data),
-            Engines::Shim(sh) => sh.send(now, ShimId(s.0), data),
-        }
-    }
-    /// `read()`.
-    pub fn s_recv(&mut self, now: Instant, s: TcpId, buf: &mut [u8]) -> Result<usize, SockError> {
-        match &mut self.engines {
-            Engines::Plain { tcp, .. } => tcp.recv(now, s, buf),
-            Engines::Shim(sh) => sh.recv(now, ShimId(s.0), buf),
-        }
-    }
-    /// Reads and discards up to `max` bytes.
-    pub fn s_recv_discard(&mut self, now: Instant, s: TcpId, max: usize) -> Result<usize, SockError> {
-        match &mut self.engines {
-            Engines::Plain { tcp, .. } => tcp.recv_discard(now, s, max),
-            Engines::Shim(sh) => sh.recv_discard(now, ShimId(s.0), max),
-        }
-    }
-    /// `shutdown(SHUT_WR)`.
-    pub fn s_shutdown_write(&mut self, now: Instant, s: TcpId) -> Result<(), SockError> {
-        match &mut self.engines {
-            Engines::Plain { tcp, .. } => tcp.shutdown_write(now, s),
-            Engines::Shim(sh) => sh.shutdown_write(now, ShimId(s.0)),
-        }
-    }
-    /// `close()`.
-    pub fn s_close(&mut self, now: Instant, s: TcpId) {
-        match &mut self.engines {
-            Engines::Plain { tcp, .. } => tcp.close(now, s),
-            Engines::Shim(sh) => sh.close(now, ShimId(s.0)),
-        }
-    }
-    /// `setsockopt()`.
-    pub fn s_set_option(&mut self, s: TcpId, opt: wirelab_tcp::SockOpt) -> Result<(), SockError> {
-        match &mut self.engines {
-            Engines::Plain { tcp, .. } => tcp.set_option(s, opt),
-            Engines::Shim(sh) => sh.set_option(ShimId(s.0), opt),
-        }
-    }
-    /// The TCP connection carrying a stream socket (itself on a plain host; the shim's
-    /// fallback TCP connection on a shim host, `None` while it runs over SCTP).
-    fn tcp_of(&self, s: TcpId) -> Option<TcpId> {
-        match &self.engines {
-            Engines::Plain { .. } => Some(s),
-            Engines::Shim(sh) => sh.info(ShimId(s.0)).and_then(|i| i.tcp),
-        }
-    }
     /// `tcp_info` of a stream socket (when it runs over TCP).
     pub fn s_info(&self, s: TcpId) -> Option<wirelab_tcp::TcpInfo> {
-        self.tcp_of(s).and_then(|t| self.tcp().info(t))
+        self.engines.stream_tcp(s).and_then(|t| self.tcp().info(t))
     }
     /// The SCTP association under a stream socket that the shim carries over SCTP
     /// (`None` on plain hosts and for TCP-carried sockets).
     pub fn s_sctp(&self, s: TcpId) -> Option<wirelab_sctp::SocketId> {
-        match &self.engines {
-            Engines::Plain { .. } => None,
-            Engines::Shim(sh) => sh.info(ShimId(s.0)).filter(|i| i.transport == Some(wirelab_shim::Transport::Sctp)).and_then(|i| i.sctp),
-        }
+        self.engines.stream_sctp(s)
     }
     /// Counters of the SCTP association under a shim-carried stream socket.
     pub fn s_sctp_stats(&self, s: TcpId) -> Option<wirelab_sctp::AssocStats> {
@@ -351,23 +395,96 @@ impl HostStack {
     }
     /// (local, remote) of a stream socket (when it runs over TCP).
     pub fn s_addrs(&self, s: TcpId) -> Option<(SocketAddrV4, SocketAddrV4)> {
-        self.tcp_of(s).and_then(|t| self.tcp().addrs(t))
+        self.engines.stream_tcp(s).and_then(|t| self.tcp().addrs(t))
     }
     /// Transport a stream socket ended up on (`tcp` or `sctp`).
     pub fn s_transport(&self, s: TcpId) -> &'static str {
-        match &self.engines {
-            Engines::Plain { .. } => "tcp",
-            Engines::Shim(sh) => match sh.info(ShimId(s.0)).and_then(|i| i.transport) {
-                Some(wirelab_shim::Transport::Sctp) => "sctp",
-                Some(wirelab_shim::Transport::Tcp) => "tcp",
-                None => "",
-            },
-        }
+        self.engines.stream_transport(s)
     }
 }
 
-/// Per-node transport configuration (profile plus sysctl overrides), applied when the
-/// node's stack is first created.
+/// The socket API applications use: stream calls go to the host's [`Transports`]
+/// (TCP, or the shim), `sctp_*` calls to its SCTP endpoint.
+impl wirelab_apps::HostSockets for HostStack {
+    fn connect(&mut self, now: Instant, local: Ipv4Addr, locals: &[Ipv4Addr], remote: SocketAddrV4, remote_alt: &[Ipv4Addr]) -> Result<TcpId, SockError> {
+        self.engines.connect_multi(now, local, locals, remote, remote_alt)
+    }
+    fn listen(&mut self, local: SocketAddrV4, backlog: u32) -> Result<TcpId, SockError> {
+        self.engines.listen(local, backlog)
+    }
+    fn accept(&mut self, l: TcpId) -> Option<TcpId> {
+        self.engines.accept(l)
+    }
+    fn send(&mut self, now: Instant, s: TcpId, data: &[u8]) -> Result<usize, SockError> {
+        self.engines.send(now, s, data)
+    }
+    fn recv(&mut self, now: Instant, s: TcpId, buf: &mut [u8]) -> Result<usize, SockError> {
+        self.engines.recv(now, s, buf)
+    }
+    fn recv_discard(&mut self, now: Instant, s: TcpId, max: usize) -> Result<usize, SockError> {
+        self.engines.recv_discard(now, s, max)
+    }
+    fn shutdown_write(&mut self, now: Instant, s: TcpId) -> Result<(), SockError> {
+        self.engines.shutdown_write(now, s)
+    }
+    fn close(&mut self, now: Instant, s: TcpId) {
+        self.engines.close(now, s)
+    }
+    fn set_option(&mut self, s: TcpId, opt: wirelab_tcp::SockOpt) -> Result<(), SockError> {
+        self.engines.set_option(s, opt)
+    }
+    fn own_stream(&mut self, s: TcpId, app: u32) {
+        self.own_tcp(s, app)
+    }
+    fn info(&self, s: TcpId) -> Option<wirelab_tcp::TcpInfo> {
+        self.s_info(s)
+    }
+    fn sctp_stats(&self, s: TcpId) -> Option<wirelab_sctp::AssocStats> {
+        self.s_sctp_stats(s)
+    }
+    fn addrs(&self, s: TcpId) -> Option<(SocketAddrV4, SocketAddrV4)> {
+        self.s_addrs(s)
+    }
+    fn transport(&self, s: TcpId) -> &'static str {
+        self.s_transport(s)
+    }
+    fn sctp_connect(&mut self, now: Instant, locals: &[Ipv4Addr], remotes: &[Ipv4Addr], port: u16) -> Result<SctpId, wirelab_sctp::SockError> {
+        self.sctp_mut().connect(now, locals, remotes, port)
+    }
+    fn sctp_listen(&mut self, locals: &[Ipv4Addr], port: u16, backlog: u32) -> Result<SctpId, wirelab_sctp::SockError> {
+        self.sctp_mut().listen(locals, port, backlog)
+    }
+    fn sctp_accept(&mut self, l: SctpId) -> Option<SctpId> {
+        self.sctp_mut().accept(l)
+    }
+    fn sctp_set_option(&mut self, s: SctpId, opt: wirelab_sctp::SockOpt) -> Result<(), wirelab_sctp::SockError> {
+        self.sctp_mut().set_option(s, opt)
+    }
+    fn sctp_send(&mut self, now: Instant, s: SctpId, stream: u16, data: &[u8], unordered: bool) -> Result<usize, wirelab_sctp::SockError> {
+        self.sctp_mut().send(now, s, stream, data, unordered)
+    }
+    fn sctp_recv(&mut self, now: Instant, s: SctpId, buf: &mut [u8]) -> Result<Option<wirelab_sctp::RecvInfo>, wirelab_sctp::SockError> {
+        self.sctp_mut().recv(now, s, buf)
+    }
+    fn sctp_recv_discard(&mut self, now: Instant, s: SctpId, max: usize) -> Result<Option<wirelab_sctp::RecvInfo>, wirelab_sctp::SockError> {
+        self.sctp_mut().recv_discard(now, s, max)
+    }
+    fn sctp_shutdown(&mut self, now: Instant, s: SctpId) -> Result<(), wirelab_sctp::SockError> {
+        self.sctp_mut().shutdown(now, s)
+    }
+    fn sctp_close(&mut self, now: Instant, s: SctpId) {
+        self.sctp_mut().close(now, s)
+    }
+    fn sctp_info(&self, s: SctpId) -> Option<wirelab_sctp::AssocInfo> {
+        self.sctp().info(s)
+    }
+    fn own_sctp(&mut self, s: SctpId, app: u32) {
+        HostStack::own_sctp(self, s, app)
+    }
+}
+
+/// Per-node transport configuration, applied when the node's stack is first created. The
+/// scenario builder fills it from profiles and sysctl names (`wirelab_scenario::sysctl`).
 #[derive(Clone, Debug, Default)]
 pub struct StackConfig {
     /// TCP configuration (`None` = the `linux-6` profile).
@@ -378,42 +495,4 @@ pub struct StackConfig {
     pub rate: Option<wirelab_ratectl::RateConfig>,
     /// TCP-to-SCTP shim (seed 005) with its rule table; `None` = plain stacks.
     pub shim: Option<wirelab_shim::ShimConfig>,
-}
-
-impl StackConfig {
-    /// A stack configuration from a profile name shared by TCP and SCTP. SCTP has no
-    /// `linux-3.14`, `linux-2.2` or `freebsd-4.10` profile; those fall back to the
-    /// nearest SCTP profile (`linux-2.6.37` for older eras), as documented in docs/scenario.md.
-    pub fn profile(name: &str) -> Result<Self, String> {
-        let tcp = TcpConfig::profile(name).map_err(|e| e.to_string())?;
-        let sctp_name = match name {
-            "linux-6" | "default" => "linux-6",
-            "linux-4.6" => "linux-4.6",
-            "linux-3.14" | "linux-2.6.37" | "linux-2.2" | "freebsd-4.10" => "linux-2.6.37",
-            other => other,
-        };
-        let sctp = SctpConfig::profile(sctp_name).map_err(|e| e.to_string())?;
-        Ok(StackConfig { tcp: Some(tcp), sctp: Some(sctp), rate: None, shim: None })
-    }
-
-    /// Applies one sysctl by its Linux name: `net.ipv4.tcp_*` go to TCP, `net.sctp.*` to
-    /// SCTP, `net.core.*` to both (each engine takes the ones it models).
-    pub fn set_sysctl(&mut self, key: &str, value: &str) -> Result<(), String> {
-        let tcp = self.tcp.get_or_insert_with(|| TcpConfig::profile("linux-6").expect("linux-6 profile"));
-        let sctp = self.sctp.get_or_insert_with(|| SctpConfig::profile("linux-6").expect("linux-6 profile"));
-        if key.starts_with("net.ipv4.rate_") || key.starts_with("/proc/sys/net/ipv4/rate_") || wirelab_ratectl::SYSCTL_NAMES.contains(&key) {
-            self.rate.get_or_insert_with(wirelab_ratectl::RateConfig::default).set_sysctl(key, value)
-        } else if key.starts_with("net.sctp.") {
-            sctp.set_sysctl(key, value).map_err(|e| e.to_string())
-        } else if key.starts_with("net.core.") {
-            let a = tcp.set_sysctl(key, value);
-            let b = sctp.set_sysctl(key, value);
-            match (a, b) {
-                (Err(e), Err(_)) => Err(e.to_string()),
-                _ => Ok(()),
-            }
-        } else {
-            tcp.set_sysctl(key, value).map_err(|e| e.to_string())
-        }
-    }
 }

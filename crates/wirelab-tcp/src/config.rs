@@ -6,34 +6,7 @@
 use core::fmt;
 use wirelab_core::Duration;
 
-/// A congestion-control algorithm (`net.ipv4.tcp_congestion_control`, `TCP_CONGESTION`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CongestionAlgo {
-    /// Reno with NewReno recovery (RFC 5681/6582) as in Linux `tcp_reno_*`.
-    Reno,
-    /// CUBIC with HyStart, mirroring `net/ipv4/tcp_cubic.c`.
-    Cubic,
-}
-
-impl CongestionAlgo {
-    /// From the name Linux uses.
-    pub fn from_name(name: &str) -> Result<Self, ConfigError> {
-        match name.trim() {
-            "reno" | "newreno" => Ok(CongestionAlgo::Reno),
-            "cubic" => Ok(CongestionAlgo::Cubic),
-            other => Err(ConfigError::new(format!(
-                "unknown congestion control `{other}` (available: reno cubic)"
-            ))),
-        }
-    }
-    /// The Linux name.
-    pub fn name(self) -> &'static str {
-        match self {
-            CongestionAlgo::Reno => "reno",
-            CongestionAlgo::Cubic => "cubic",
-        }
-    }
-}
+pub use crate::cc::CongestionAlgo;
 
 /// Which era's `tcp_rcv_space_adjust()` grows the receive buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,7 +58,7 @@ pub struct ConfigError {
     pub msg: String,
 }
 impl ConfigError {
-    fn new(msg: String) -> Self {
+    pub(crate) fn new(msg: String) -> Self {
         ConfigError { msg }
     }
 }
@@ -295,7 +268,7 @@ impl TcpConfig {
             tcp_dsack: true,
             tcp_timestamps: true,
             tcp_window_scaling: true,
-            tcp_congestion_control: CongestionAlgo::Cubic,
+            tcp_congestion_control: CongestionAlgo::CUBIC,
             tcp_moderate_rcvbuf: true,
             rcv_space_style: RcvSpaceStyle::Modern,
             tcp_slow_start_after_idle: true,
@@ -385,7 +358,7 @@ impl TcpConfig {
                 c.rmem_max = 65535;
                 c.wmem_max = 65535;
                 c.tcp_moderate_rcvbuf = false;
-                c.tcp_congestion_control = CongestionAlgo::Reno;
+                c.tcp_congestion_control = CongestionAlgo::RENO;
                 c.tcp_dsack = false;
                 c.tcp_adv_win_scale = 1;
                 c.hz = 100;
@@ -416,7 +389,7 @@ impl TcpConfig {
                 c.tcp_moderate_rcvbuf = false;
                 c.tcp_sack = false;
                 c.tcp_dsack = false;
-                c.tcp_congestion_control = CongestionAlgo::Reno;
+                c.tcp_congestion_control = CongestionAlgo::RENO;
                 c.hz = 100;
                 c.somaxconn = 128;
                 c.init_cwnd = 1; // net.inet.tcp.slowstart_flightsize
@@ -584,7 +557,7 @@ mod test {
         c.set_sysctl("net.ipv4.tcp_rmem", "4096 87380 1000000").unwrap();
         assert_eq!(c.tcp_rmem, [4096, 87380, 1000000]);
         c.set_sysctl("net.ipv4.tcp_congestion_control", "reno").unwrap();
-        assert_eq!(c.tcp_congestion_control, CongestionAlgo::Reno);
+        assert_eq!(c.tcp_congestion_control, CongestionAlgo::RENO);
         c.set_sysctl("net/ipv4/tcp_sack", "0").unwrap();
         assert!(!c.tcp_sack);
         let e = c.set_sysctl("net.ipv4.tcp_bogus", "1").unwrap_err();

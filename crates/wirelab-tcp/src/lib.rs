@@ -4,12 +4,16 @@
 //!   [`wire::TcpRepr`] (options MSS, window scale, SACK-permitted, SACK, timestamps).
 //! * [`config`]: [`TcpConfig`], era profiles (`linux-6`, `linux-4.6`, `linux-3.14`,
 //!   `linux-2.6.37`, `linux-2.2`, `freebsd-4.10`) and `sysctl` names.
-//! * [`cc`]: congestion control shaped like `struct tcp_congestion_ops` (Reno, CUBIC with
-//!   HyStart).
-//! * `conn`: one connection's state machine (`tcp_input.c`, `tcp_output.c`, `tcp_timer.c`,
-//!   `tcp_recovery.c`), including the thin-stream mechanisms (linear timeouts, modified
-//!   fast retransmit), early retransmit and tail loss probe as in 3.x, RACK-TLP, and
-//!   redundant data bundling (2008 and 2015 variants).
+//! * [`cc`]: congestion control as a trait shaped like `struct tcp_congestion_ops`, and a
+//!   registry of modules (Reno, CUBIC with HyStart), one file each.
+//! * `conn`: one connection's state machine, split like the kernel files it mirrors
+//!   (`input`: `tcp_input.c`, `output`: `tcp_output.c`, `recovery`, `rack`:
+//!   `tcp_recovery.c`, `timer`: `tcp_timer.c`, `socket`: `tcp.c`, `thin`), with its state
+//!   in parts that have their own methods (RTT estimator, rtx queue + SACK scoreboard,
+//!   RACK, delayed ACK, receive-space tuning, undo, PRR, delivery rate, out-of-order
+//!   queue, thin-stream state). It includes the thin-stream mechanisms (linear timeouts,
+//!   modified fast retransmit), early retransmit and tail loss probe as in 3.x, RACK-TLP,
+//!   and redundant data bundling (2008 and 2015 variants).
 //! * [`api`]: socket ids, errors, options, `tcp_info`, and the [`RcvWindowPolicy`] hook
 //!   for receiver-side rate control.
 //! * [`TcpEndpoint`]: one host's stack: 4-tuple demux, listeners, ephemeral ports, RSTs,
@@ -57,6 +61,7 @@ pub mod cc;
 pub mod config;
 mod conn;
 mod endpoint;
+mod engine;
 mod ring;
 pub mod wire;
 

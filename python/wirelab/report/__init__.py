@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..result import Result
 from .common import (  # noqa: F401 - CSS, CWND_COLUMNS re-exported
-    CSS, CWND_COLUMNS, MAX_LINES, cdf_figure, figure, img, page, plt, png, table, window_series,
+    CSS, CWND_COLUMNS, cdf_figure, figure, img, page, plt, png, series_figure, table, window_series,
 )
 
 _png, _img = png, img  # older private names
@@ -37,16 +37,8 @@ def socket_plots(res: Result) -> list[str]:
         w = window_series(res.flow_timeseries, tcp, sctp, column)
         if not len(w):
             continue
-        fig, ax = plt.subplots(figsize=(8, 3.2))
-        for i, (name, g) in enumerate(w.groupby("series", sort=True)):
-            if i >= MAX_LINES:
-                break
-            ax.plot(g["time_s"], g["value"], label=name, lw=1.2, drawstyle="steps-post")
-        ax.set_xlabel("time (s)")
-        ax.set_ylabel(ylabel)
-        ax.set_title(title)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        fig = series_figure(w.groupby("series", sort=True), "time_s", "value", ylabel, title,
+                            drawstyle="steps-post")
         out.append(figure(fig, title))
     return out
 
@@ -60,16 +52,8 @@ def plots(res: Result) -> list[str]:
         for df, col, title in [(rx, "rx_rate_bps", "Receive rate per flow"), (tx, "tx_rate_bps", "Send rate per flow")]:
             if not len(df):
                 continue
-            fig, ax = plt.subplots(figsize=(8, 3.2))
-            for i, (name, g) in enumerate(df.groupby("flow", sort=True)):
-                if i >= MAX_LINES:
-                    break
-                ax.plot(g["time_s"], g[col] / 1e6, label=name, lw=1.2)
-            ax.set_xlabel("time (s)")
-            ax.set_ylabel("Mbit/s")
-            ax.set_title(title)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=7, ncol=2, loc="best")
+            fig = series_figure(df.groupby("flow", sort=True), "time_s", col, "Mbit/s", title, scale=1e-6,
+                                legend={"fontsize": 7, "ncol": 2, "loc": "best"})
             out.append(figure(fig, title))
         rx_flows = rx.groupby("flow", sort=True)
         fig, n = cdf_figure(((name, g["rx_rate_bps"] / 1e6) for name, g in rx_flows),
@@ -83,16 +67,8 @@ def plots(res: Result) -> list[str]:
     if len(qs):
         busy = qs[qs.groupby("dev")["backlog"].transform("max") > 0]
         if len(busy):
-            fig, ax = plt.subplots(figsize=(8, 3.2))
-            for i, (dev, g) in enumerate(busy.groupby("dev", sort=True)):
-                if i >= MAX_LINES:
-                    break
-                ax.plot(g["time_s"], g["qlen"], label=dev, lw=1.2)
-            ax.set_xlabel("time (s)")
-            ax.set_ylabel("packets queued")
-            ax.set_title("Queue length (sampled)")
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
+            fig = series_figure(busy.groupby("dev", sort=True), "time_s", "qlen", "packets queued",
+                                "Queue length (sampled)")
             out.append(figure(fig, "Queue length (sampled)"))
     probe = res.queue_probe
     if len(probe):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .common import MAX_LINES, cdf_figure, figure, page, plt, table
+from .common import cdf_figure, figure, page, plt, series_figure, table
 
 #: Files that mark a directory as ``wirelab analyze`` output.
 MARKERS = ("segments.csv", "intervals.csv", "fairness.csv")
@@ -59,16 +59,8 @@ def analyze_plots(d: Path) -> list[str]:
     if len(iv):
         iv = iv.assign(group=iv["flow"].map(label))
         per = iv.groupby(["group", "start_s"], sort=True)["goodput_bps"].sum().reset_index()
-        fig, ax = plt.subplots(figsize=(8, 3.2))
-        for i, (g, v) in enumerate(per.groupby("group", sort=True)):
-            if i >= MAX_LINES:
-                break
-            ax.plot(v["start_s"], v["goodput_bps"] / 1e6, label=g, lw=1.2, drawstyle="steps-post")
-        ax.set_xlabel("time (s)")
-        ax.set_ylabel("goodput (Mbit/s)")
-        ax.set_title("Goodput per interval (sum over the group)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        fig = series_figure(per.groupby("group", sort=True), "start_s", "goodput_bps", "goodput (Mbit/s)",
+                            "Goodput per interval (sum over the group)", scale=1e-6, drawstyle="steps-post")
         out.append(figure(fig, "Goodput per interval"))
     fair = _csv(d, "fairness.csv")
     if len(fair) and fair["jain_goodput"].notna().any():

@@ -1,19 +1,19 @@
-"""Shared pieces of the HTML reports: figures as embedded PNG, tables, CDFs, confidence
-intervals, the page shell. Everything is inline, so a report opens offline."""
+"""Shared pieces of the HTML reports: figures as embedded PNG, tables, CDFs (statistics
+from :mod:`wirelab.stats`), the page shell. Everything is inline, so a report opens offline."""
 from __future__ import annotations
 
 import base64
 import html
 import io
-import math
 from typing import Iterable, Sequence
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+
+from ..stats import ecdf  # noqa: E402
 
 MAX_LINES = 12  # more series than this make a plot unreadable; the rest is in the tables
 
@@ -65,41 +65,21 @@ def page(title: str, body: Sequence[str]) -> str:
             f"<style>{CSS}</style></head><body>{''.join(body)}{SELF_CHECK}</body></html>\n")
 
 
-def ecdf(values) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted values and their empirical CDF (i/n)."""
-    v = np.sort(np.asarray(values, dtype=float))
-    v = v[~np.isnan(v)]
-    if len(v) == 0:
-        return v, v
-    return v, np.arange(1, len(v) + 1) / len(v)
-
-
-_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-         2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-         2.052, 2.048, 2.045, 2.042]
-
-
-def t975(dof: int) -> float:
-    """Two-sided 95 % Student t quantile (table to 30 degrees of freedom, then the
-    Cornish-Fisher first-order correction of 1.96)."""
-    if dof < 1:
-        return float("nan")
-    if dof <= len(_T975):
-        return _T975[dof - 1]
-    z = 1.959964
-    return z + (z ** 3 + z) / (4 * dof)
-
-
-def mean_ci(values) -> tuple[float, float, int]:
-    """Mean, half-width of its 95 % confidence interval (NaN for one value), count."""
-    v = np.asarray([x for x in values if x == x], dtype=float)
-    n = len(v)
-    if n == 0:
-        return float("nan"), float("nan"), 0
-    m = float(v.mean())
-    if n < 2:
-        return m, float("nan"), n
-    return m, t975(n - 1) * float(v.std(ddof=1)) / math.sqrt(n), n
+def series_figure(groups, x: str, y: str, ylabel: str, title: str, scale: float = 1.0,
+                  legend: dict | None = None, **plot_kw):
+    """One panel, a line per ``(label, frame)`` of ``groups`` (at most MAX_LINES): ``y``
+    (times ``scale``) over ``x``, time axis, grid and legend."""
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    for i, (name, g) in enumerate(groups):
+        if i >= MAX_LINES:
+            break
+        ax.plot(g[x], g[y] * scale, label=name, lw=1.2, **plot_kw)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(**(legend or {"fontsize": 7}))
+    return fig
 
 
 def cdf_figure(series: Iterable[tuple[str, Sequence[float]]], xlabel: str, title: str):

@@ -11,7 +11,8 @@ from typing import Dict, List, Optional
 import numpy as np
 import pandas as pd
 
-from .common import MAX_LINES, cdf_figure, figure, mean_ci, page, plt, sink_rows, table, window_series
+from ..stats import mean_ci
+from .common import MAX_LINES, cdf_figure, figure, page, plt, sink_rows, table, window_series
 
 # (column, label, scale) of per-flow metrics shown as bar charts, for the flows where they
 # are not zero everywhere (sinks for goodput/loss/delay, TCP senders for retransmissions)

@@ -1,5 +1,7 @@
-"""Reproductions of the seed systems' experiments (scripts that drive the `wirelab` CLI).
+"""Reproductions of the seed systems' experiments, built on the package's own API
+(``wirelab.run`` in-process, :mod:`wirelab.stats`, :mod:`wirelab.repro.common`).
 
-Each module is runnable as ``python -m wirelab.repro.NAME --wirelab PATH --out DIR`` and
-writes its tables and figures into DIR; the reports live under ``docs/reproductions/``.
+Each module is runnable as ``python -m wirelab.repro.NAME [...] --out DIR`` (default
+``./wirelab-repro-NAME``) and writes its tables, figures and a ``PROVENANCE.json`` (commit,
+command) into DIR only; the reports live under ``docs/reproductions/``.
 """

@@ -1,6 +1,6 @@
 """Seed system 4 (Shah, UC Riverside 2000, issue #7): receiver-side TCP rate control.
 
-Generates the scenarios of ``scenarios/rate-control/``, runs them with the ``wirelab`` CLI
+Generates the scenarios of ``scenarios/rate-control/``, runs them in-process (``wirelab.run``)
 and draws the figures of ``docs/reproductions/rate-control.md`` (thesis chapter 6).
 
 Topologies (the thesis's two testbeds, §6.1):
@@ -22,25 +22,21 @@ Topologies (the thesis's two testbeds, §6.1):
 The receiver runs the ``linux-2.2`` profile with the ``net.ipv4.rate_*`` sysctls; the sender
 is ttcp: ``tcp-bulk`` with 8 KB writes (ttcp's default buffer) and a byte count.
 
-Command line::
+Command line (outputs, figures included, only under ``--out``, default
+``./wirelab-repro-rate_control``)::
 
-    python3 python/wirelab/repro/rate_control.py all --out DIR   # every experiment + figures
-    python3 python/wirelab/repro/rate_control.py EXP --out DIR   # eth4m, window, mss, t1, ppp, pppbuf,
-                                                                 # multi, t1multi, cbq, important,
-                                                                 # reps, checks
-    python3 python/wirelab/repro/rate_control.py gen --out scenarios/rate-control
+    python -m wirelab.repro.rate_control all --out DIR   # every experiment + figures (DIR/img)
+    python -m wirelab.repro.rate_control EXP --out DIR   # eth4m, window, mss, t1, ppp, pppbuf, multi,
+                                                         # t1multi, cbq, important, reps, checks
+    python -m wirelab.repro.rate_control gen --out scenarios/rate-control
 
-Needs the standard library, matplotlib for figures, tshark for the pcap excerpts (``window``,
-``reps``, ``checks``; skipped without it) and the ``wirelab`` CLI: ``$WIRELAB_BIN``, else
-``$CARGO_TARGET_DIR/release/wirelab``, else this checkout's ``target/release/wirelab``
-(``cargo build --release -p wirelab-cli``), else ``wirelab`` on PATH.
+tshark is used for the pcap excerpts (``window``, ``reps``, ``checks``; skipped without it).
 """
 from __future__ import annotations
 
 import argparse
 import csv
 import json
-import os
 import random
 import shutil
 import subprocess
@@ -49,56 +45,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .common import add_out, label, pyplot, save, stamp, toml
+from .common import run as run_scenario
+
 MSS_ETH = 1448  # linux-2.2 with timestamps: 1460 - 12
 ETH_RATE = 10e6
 T1_RATE = 1.544e6
 PPP_RATE = 38.8e3
-
-
-REPO = Path(__file__).resolve().parents[3]
-
-
-_BIN: str | None = None
-
-
-def _bin() -> str:
-    """The ``wirelab`` CLI: ``$WIRELAB_BIN``, else ``$CARGO_TARGET_DIR/release/wirelab``,
-    ``target/release/wirelab`` of this checkout (``cargo build --release -p wirelab-cli``),
-    else ``wirelab`` on PATH (e.g. the Python package's entry point, whose engine is the
-    one it was built from). Printed once, since the results depend on the engine."""
-    global _BIN
-    if _BIN:
-        return _BIN
-    found = os.environ.get("WIRELAB_BIN")
-    if not found:
-        cands = [REPO / "target" / "release" / "wirelab"]
-        if os.environ.get("CARGO_TARGET_DIR"):
-            cands.insert(0, Path(os.environ["CARGO_TARGET_DIR"]) / "release" / "wirelab")
-        found = next((str(c) for c in cands if c.exists()), None) or shutil.which("wirelab")
-    if not found:
-        raise SystemExit("wirelab CLI not found: `cargo build --release -p wirelab-cli` in the "
-                         "repository, or set WIRELAB_BIN")
-    print(f"wirelab CLI: {found}", file=sys.stderr)
-    _BIN = found
-    return found
-
-
-# ---------------------------------------------------------------------------------------
-# scenario text
-# ---------------------------------------------------------------------------------------
-
-def _q(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return str(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_q(x) for x in v) + "]"
-    return json.dumps(str(v))
-
-
-def _inline(d: dict) -> str:
-    return "{ " + ", ".join(f"{_q(k)} = {_q(v)}" for k, v in d.items()) + " }"
 
 
 @dataclass
@@ -113,43 +66,17 @@ class Sc:
     sample: str = "100ms"
     capture: list = field(default_factory=list)
 
+    def as_dict(self) -> dict:
+        measure = {"sample_interval": self.sample, **({"capture": self.capture} if self.capture else {})}
+        return {"scenario": {"name": self.name, "description": self.description,
+                             "duration": f"{round(self.duration * 1000)}ms", "profile": "linux-2.2"},
+                "node": [{"name": n, **({"kind": k} if k != "host" else {}), **({"sysctl": sy} if sy else {})}
+                         for n, k, sy in self.nodes],
+                "link": [{"name": n, "a": a, "b": b, "netem": netem, **extra} for n, a, b, netem, extra in self.links],
+                "app": self.apps, "measure": measure}
+
     def text(self) -> str:
-        out = [
-            "# Generated by python/wirelab/repro/rate_control.py (issue #7, seed system 4).",
-            "[scenario]",
-            f"name = {_q(self.name)}",
-            f"description = {_q(self.description)}",
-            f"duration = \"{round(self.duration * 1000)}ms\"",
-            "profile = \"linux-2.2\"",
-            "",
-        ]
-        for name, kind, sysctl in self.nodes:
-            out.append("[[node]]")
-            out.append(f"name = {_q(name)}")
-            if kind != "host":
-                out.append(f"kind = {_q(kind)}")
-            if sysctl:
-                out.append(f"sysctl = {_inline(sysctl)}")
-            out.append("")
-        for name, a, b, netem, extra in self.links:
-            out.append("[[link]]")
-            out.append(f"name = {_q(name)}")
-            out.append(f"a = {_inline(a)}")
-            out.append(f"b = {_inline(b)}")
-            out.append(f"netem = {_q(netem)}")
-            for k, v in extra.items():
-                out.append(f"{k} = {_q(v)}")
-            out.append("")
-        for app in self.apps:
-            out.append("[[app]]")
-            for k, v in app.items():
-                out.append(f"{k} = {_q(v)}")
-            out.append("")
-        out.append("[measure]")
-        out.append(f"sample_interval = {_q(self.sample)}")
-        if self.capture:
-            out.append("capture = [" + ", ".join(_q(c) for c in self.capture) + "]")
-        return "\n".join(out) + "\n"
+        return toml(self.as_dict(), "Generated by python -m wirelab.repro.rate_control (issue #7, seed system 4).")
 
 
 def rate_sysctl(target: str | None = None, policy: str = "revised", fixed: int = 0,
@@ -268,24 +195,19 @@ def ppp(name: str, desc: str, duration: float, rx_sysctl: dict, delay: str = "1m
 # ---------------------------------------------------------------------------------------
 
 def run(sc: Sc, out: Path, seed: int | None = None) -> Path:
-    """Write ``sc`` to ``out/NAME/scenario.toml``, run it (cached by scenario text)."""
+    """Write ``sc`` to ``out/NAME/scenario.toml``, run it into ``out/NAME/res`` (cached by
+    scenario text)."""
     d = out / sc.name
-    d.mkdir(parents=True, exist_ok=True)
-    toml = d / "scenario.toml"
+    toml_path, res = d / "scenario.toml", d / "res"
     text = sc.text() + (f"# run with --seed {seed}\n" if seed is not None else "")
-    if toml.exists() and toml.read_text() == text and (d / "res" / "flows.csv").exists():
-        return d / "res"
-    toml.write_text(text)
-    res = d / "res"
+    if toml_path.exists() and toml_path.read_text() == text and (res / "flows.csv").exists():
+        return res
+    d.mkdir(parents=True, exist_ok=True)
+    toml_path.write_text(text)
     if res.exists():
         shutil.rmtree(res)
     t0 = time.time()
-    cmd = ["nice", "-n", "15", _bin(), "run", str(toml), "--out", str(res)]
-    if seed is not None:
-        cmd += ["--seed", str(seed)]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"{sc.name}: wirelab failed ({p.returncode}):\n{p.stderr[-2000:]}")
+    run_scenario(toml_path, res, seed=seed)
     print(f"  {sc.name}: {time.time() - t0:.1f} s wall", file=sys.stderr)
     return res
 
@@ -350,18 +272,12 @@ def rate_rows(res: Path) -> list[dict]:
 # ---------------------------------------------------------------------------------------
 
 def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
+    return pyplot()
 
 
 def _save(fig, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=72)
-    if path.stat().st_size > 100_000:
-        fig.savefig(path, dpi=56)
+    """72 dpi, or 56 if that makes a file over 100 KB."""
+    save(fig, path, max_bytes=100_000)
     print(f"  figure {path} ({path.stat().st_size // 1024} KB)", file=sys.stderr)
 
 
@@ -401,8 +317,7 @@ def exp_eth4m(out: Path, img: Path, dur: float = 60.0) -> dict:
         ts, rs = per_second(t, rate)
         ax.plot(ts, [x / 1e6 for x in rs], lw=1.2, color="C0", label="per second")
         ax.axhline(4, ls="--", color="k", lw=0.8, label="target 4 Mbit/s")
-        ax.set_title(f"{pol} policy: rate (mean {res[pol]['mean_mbps']:.2f} Mbit/s)")
-        ax.set_ylabel("Mbit/s")
+        label(ax, title=f"{pol} policy: rate (mean {res[pol]['mean_mbps']:.2f} Mbit/s)", ylabel="Mbit/s")
         ax.set_ylim(0, 10.5)
         ax.legend(fontsize=7, loc="upper right")
         rows = [x for x in rate_rows(r) if x["node"] == "oid"]
@@ -411,11 +326,8 @@ def exp_eth4m(out: Path, img: Path, dur: float = 60.0) -> dict:
                 where="post", lw=0.8, color="C1", label="controller window")
         ax.axhline(MSS_ETH, ls="--", color="k", lw=0.8, label="1 MSS (1448 B)")
         ax.set_yscale("log")
-        ax.set_ylabel("window (bytes)")
-        ax.set_xlabel("time (s)")
-        ax.legend(fontsize=7, loc="upper right")
+        label(ax, ylabel="window (bytes)", xlabel="time (s)", legend=dict(fontsize=7, loc="upper right"))
     _save(fig, img / "rate-eth-4mbit.png")
-    plt.close(fig)
     # fig 6.3: window vs rate (original policy), per 100 ms sample
     r = runs["original"]
     t, rate = flow_series(r, "sink1")
@@ -426,12 +338,9 @@ def exp_eth4m(out: Path, img: Path, dur: float = 60.0) -> dict:
     ax.axhline(500, ls="--", color="k", lw=0.8, label="target 4 Mbit/s = 500 kB/s")
     ax.axvline(MSS_ETH, ls=":", color="k", lw=0.8, label="1 MSS")
     ax.set_xscale("log")
-    ax.set_xlabel("controller window (bytes)")
-    ax.set_ylabel("kB/s (100 ms samples)")
-    ax.set_title("original policy: throughput vs window")
-    ax.legend(fontsize=7)
+    label(ax, xlabel="controller window (bytes)", ylabel="kB/s (100 ms samples)",
+          title="original policy: throughput vs window", legend=dict(fontsize=7))
     _save(fig, img / "rate-eth-window-vs-rate.png")
-    plt.close(fig)
     return res
 
 
@@ -478,23 +387,17 @@ def exp_window(out: Path, img: Path, dur: float = 8.0) -> dict:
     ax.plot([w / 1024 for w in res["window_bytes"]], [m * 1e6 / 8e3 for m in res["mbps"]],
             marker="o", ms=3)
     ax.axvline(MSS_ETH / 1024, ls=":", color="k", lw=0.8, label="1 MSS")
-    ax.set_xlabel("constant window (KB)")
-    ax.set_ylabel("kB/s")
+    label(ax, xlabel="constant window (KB)", ylabel="kB/s")
     ax.set_yscale("log")
-    ax.set_title("throughput per window")
-    ax.legend(fontsize=7)
+    label(ax, title="throughput per window", legend=dict(fontsize=7))
     for ax, ws, title in ((axes[1], (32768, 20480, 10240, 4096, 3072, 2048, 1024), "32K … 1K (fig 6.4)"),
                           (axes[2], (2048, 1792, 1536, 1280, 1024), "2K … 1K by 256 B (fig 6.5)")):
         for w in ws:
             t, r = per_second(*series[w])
             ax.plot(t, [x / 8e3 for x in r], lw=1, label=f"{w} B")
         ax.set_yscale("log")
-        ax.set_xlabel("time (s)")
-        ax.set_ylabel("kB/s (per second)")
-        ax.set_title(title)
-        ax.legend(fontsize=6, ncol=2)
+        label(ax, xlabel="time (s)", ylabel="kB/s (per second)", title=title, legend=dict(fontsize=6, ncol=2))
     _save(fig, img / "rate-window-sweep.png")
-    plt.close(fig)
     return res
 
 
@@ -525,12 +428,9 @@ def exp_mss(out: Path, img: Path, dur: float = 6.0, rtt: float = 0.3e-3) -> dict
     ax.plot(res["mss"], res["mbps"], marker="o", label="simulated (window = 1 MSS)")
     ax.plot(res["mss"], res["theory_thesis_mbps"], ls="--", label="thesis formula MSS/(0.3 ms + MSS/10 Mbit/s)")
     ax.plot(res["mss"], res["theory_wire_mbps"], ls=":", label="same with headers and ACK time")
-    ax.set_xlabel("segment payload (bytes)")
-    ax.set_ylabel("Mbit/s")
-    ax.set_title("stop-and-wait: throughput vs MSS (fig 6.6)")
-    ax.legend(fontsize=7)
+    label(ax, xlabel="segment payload (bytes)", ylabel="Mbit/s", title="stop-and-wait: throughput vs MSS (fig 6.6)",
+          legend=dict(fontsize=7))
     _save(fig, img / "rate-mss.png")
-    plt.close(fig)
     return res
 
 
@@ -563,23 +463,18 @@ def exp_t1(out: Path, img: Path, nbytes: int = 8 * 1024 * 1024, dur: float = 100
     for pct, (t, r) in series.items():
         ax.plot(t, [x / 1e6 for x in r], lw=1, label=f"run.{pct}")
     ax.axhline(res["theory_lowest_wire_mbps"], ls="--", color="k", lw=0.8, label="theory.lowest")
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("Mbit/s (per second)")
-    ax.set_title("ttcp over a T1 (fig 6.7)")
-    ax.legend(fontsize=7)
+    label(ax, xlabel="time (s)", ylabel="Mbit/s (per second)", title="ttcp over a T1 (fig 6.7)",
+          legend=dict(fontsize=7))
     ax = axes[1]
     ax.plot(res["pct"], res["mbps"], marker="o", label="achieved (ttcp rate)")
     ax.plot(res["pct"], res["target_mbps"], ls="--", color="0.5", label="target")
     ax.axhline(res["theory_lowest_wire_mbps"], ls=":", color="k", lw=0.8, label="theory.lowest")
     ax.axhline(res["uncontrolled_mbps"], ls="-.", color="C2", lw=0.8, label="uncontrolled")
-    ax.set_xlabel("target (% of 1.544 Mbit/s)")
-    ax.set_ylabel("Mbit/s")
+    label(ax, xlabel="target (% of 1.544 Mbit/s)", ylabel="Mbit/s")
     ax.set_ylim(0, 1.7)
     ax.invert_xaxis()
-    ax.set_title("average rate per target (fig 6.8)")
-    ax.legend(fontsize=7)
+    label(ax, title="average rate per target (fig 6.8)", legend=dict(fontsize=7))
     _save(fig, img / "rate-t1.png")
-    plt.close(fig)
     return res
 
 
@@ -613,12 +508,9 @@ def exp_ppp(out: Path, img: Path, dur: float = 150.0) -> dict:
                     "transfer_s": (t[act[-1]] - t[act[0]] + 1) if act else None}
         if pct in (100, 70, 50, 30):
             ax.plot(t, [x / 1e3 for x in rr], lw=1, label=f"{pct} %")
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("kbit/s (per second)")
-    ax.set_title("ttcp over a 38.8 kbit/s PPP link (fig 6.9)")
-    ax.legend(fontsize=7)
+    label(ax, xlabel="time (s)", ylabel="kbit/s (per second)", title="ttcp over a 38.8 kbit/s PPP link (fig 6.9)",
+          legend=dict(fontsize=7))
     _save(fig, img / "rate-ppp.png")
-    plt.close(fig)
     return res
 
 
@@ -714,26 +606,20 @@ def exp_pppbuf(out: Path, img: Path, dur: float = 200.0) -> dict:
              for x in rate_rows(r) if x["node"] == "nox" and x["conn"]]
         axes[0][1].plot([a for a, _, _ in m], [b / 1e3 for _, b, _ in m], lw=0.9, label=f"{pct} %")
         axes[1][0].step([a for a, _, _ in m], [c for _, _, c in m], where="post", lw=0.9, label=f"{pct} %")
-    axes[0][0].set_title(f"{PPP_CONFIGS[main][2]}: per-second rate (fig 6.9)")
-    axes[0][0].set_ylabel("kbit/s (per second)")
-    axes[0][1].set_title("the receiver's meter (3-s average)")
-    axes[0][1].set_ylabel("kbit/s")
+    label(axes[0][0], title=f"{PPP_CONFIGS[main][2]}: per-second rate (fig 6.9)", ylabel="kbit/s (per second)")
+    label(axes[0][1], title="the receiver's meter (3-s average)", ylabel="kbit/s")
     axes[0][1].set_ylim(25, 45)
-    axes[1][0].set_title("controller window")
-    axes[1][0].set_ylabel("bytes")
+    label(axes[1][0], title="controller window", ylabel="bytes")
     axes[1][0].axhline(MSS_ETH, ls=":", color="k", lw=0.8)
     ax = axes[1][1]
-    for cfg, (_d, _q, label) in PPP_CONFIGS.items():
+    for cfg, (_d, _q, cfg_label) in PPP_CONFIGS.items():
         r = keep[(cfg, 90)]
         m = [(float(x["time_s"]), int(x["window"])) for x in rate_rows(r) if x["node"] == "nox" and x["conn"]]
-        ax.step([a for a, _ in m], [b for _, b in m], where="post", lw=0.9, label=label)
-    ax.set_title("target 90 %: controller window per configuration")
-    ax.set_ylabel("bytes")
+        ax.step([a for a, _ in m], [b for _, b in m], where="post", lw=0.9, label=cfg_label)
+    label(ax, title="target 90 %: controller window per configuration", ylabel="bytes")
     for a in axes.flat:
-        a.set_xlabel("time (s)")
-        a.legend(fontsize=6)
+        label(a, xlabel="time (s)", legend=dict(fontsize=6))
     _save(fig, img / "rate-ppp-buffered.png")
-    plt.close(fig)
     return res
 
 
@@ -863,16 +749,11 @@ def exp_multi(out: Path, img: Path, dur: float = 10.0) -> dict:
                 axes[0].axhline(1.2, ls="--", color="k", lw=0.8, label="target 1.2 Mbit/s (60 % / 5)")
                 axes[0].set_ylim(0, 3)
         axes[1].plot(range(1, 6), per, marker="o", label=f"{pct} % of the link in total")
-    axes[0].set_xlabel("time (s)")
-    axes[0].set_ylabel("Mbit/s (per second)")
-    axes[0].set_title("one stream of five at 60 % (fig 6.10)")
-    axes[0].legend(fontsize=7)
-    axes[1].set_xlabel("concurrent streams")
-    axes[1].set_ylabel("mean per-stream Mbit/s")
-    axes[1].set_title("average rate of a stream (fig 6.11)")
-    axes[1].legend(fontsize=7)
+    label(axes[0], xlabel="time (s)", ylabel="Mbit/s (per second)", title="one stream of five at 60 % (fig 6.10)",
+          legend=dict(fontsize=7))
+    label(axes[1], xlabel="concurrent streams", ylabel="mean per-stream Mbit/s",
+          title="average rate of a stream (fig 6.11)", legend=dict(fontsize=7))
     _save(fig, img / "rate-multi.png")
-    plt.close(fig)
     return res
 
 
@@ -897,12 +778,9 @@ def exp_t1multi(out: Path, img: Path, dur: float = 30.0) -> dict:
         ax.plot(pcts, per, marker="o", ms=3, label=f"{n} stream{'s' if n > 1 else ''}")
     ax.plot(pcts, [T1_RATE * p / 100e6 for p in pcts], ls="--", color="0.5", label="target (total)")
     ax.invert_xaxis()
-    ax.set_xlabel("target (% of 1.544 Mbit/s, shared equally)")
-    ax.set_ylabel("mean per-stream Mbit/s")
-    ax.set_title("multiple ttcp over a T1 (fig 6.12)")
-    ax.legend(fontsize=7)
+    label(ax, xlabel="target (% of 1.544 Mbit/s, shared equally)", ylabel="mean per-stream Mbit/s",
+          title="multiple ttcp over a T1 (fig 6.12)", legend=dict(fontsize=7))
     _save(fig, img / "rate-t1-multi.png")
-    plt.close(fig)
     return res
 
 
@@ -940,12 +818,9 @@ def exp_cbq(out: Path, img: Path, nbytes: int = 8 * 1024 * 1024, dur: float = 10
     ax.plot(res["pct"], [T1_RATE * p / 100e6 for p in res["pct"]], ls="--", color="0.5", label="target")
     ax.set_ylim(0, 1.7)
     ax.invert_xaxis()
-    ax.set_xlabel("CBQ class rate (% of 1.544 Mbit/s)")
-    ax.set_ylabel("Mbit/s")
-    ax.set_title("CBQ vs our algorithm (fig 6.13)")
-    ax.legend(fontsize=7)
+    label(ax, xlabel="CBQ class rate (% of 1.544 Mbit/s)", ylabel="Mbit/s", title="CBQ vs our algorithm (fig 6.13)",
+          legend=dict(fontsize=7))
     _save(fig, img / "rate-cbq.png")
-    plt.close(fig)
     return res
 
 
@@ -1063,8 +938,7 @@ def exp_important(out: Path, img: Path, dur: float = 60.0) -> dict:
         e = res["cases"][case]
         ax.set_title(f"{IMPORTANT_CASES[case][2]}\nmean 30-60 s: video {e['sink_video']['mbps_30_60']:.2f}, "
                      f"other {e['sink_other']['mbps_30_60']:.2f} Mbit/s", fontsize=9)
-        ax.set_ylabel("Mbit/s (per second)")
-        ax.legend(fontsize=7, loc="upper right")
+        label(ax, ylabel="Mbit/s (per second)", legend=dict(fontsize=7, loc="upper right"))
         ax = axes[1][col]
         rows = [x for x in rate_rows(r) if x["node"] == "oid"]
         for port, lab, c in ((5001, "video server", "C0"), (5002, "other", "C1")):
@@ -1073,11 +947,8 @@ def exp_important(out: Path, img: Path, dur: float = 60.0) -> dict:
                     lw=0.9, color=c, label=f"{lab}: offered window")
         ax.axhline(MSS_ETH, ls=":", color="k", lw=0.8, label="1 MSS")
         ax.set_yscale("log")
-        ax.set_ylabel("window (bytes)")
-        ax.set_xlabel("time (s)")
-        ax.legend(fontsize=7, loc="lower right")
+        label(ax, ylabel="window (bytes)", xlabel="time (s)", legend=dict(fontsize=7, loc="lower right"))
     _save(fig, img / "rate-important.png")
-    plt.close(fig)
     return res
 
 
@@ -1122,17 +993,17 @@ def gen(outdir: Path) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m wirelab.repro.rate_control", description=__doc__.split("\n")[0])
     ap.add_argument("what", choices=["all", "gen", *EXPS])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--img", type=Path, default=REPO / "docs" / "reproductions" / "img",
-                    help="where the figures go (default: this checkout's docs/reproductions/img)")
+    add_out(ap, "rate_control")
+    ap.add_argument("--img", type=Path, default=None, help="where the figures go (default: OUT/img)")
     a = ap.parse_args(argv)
     if a.what == "gen":
         gen(a.out)
         return 0
     names = list(EXPS) if a.what == "all" else [a.what]
-    a.out.mkdir(parents=True, exist_ok=True)
+    stamp(a.out, "rate_control", argv)
+    a.img = a.img or a.out / "img"
     for n in names:
         t0 = time.time()
         print(f"[{n}]", file=sys.stderr)

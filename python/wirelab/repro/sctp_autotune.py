@@ -1,13 +1,13 @@
 """Seed system 2 (SCTP auto buffer tuning for Linux 2.6.37, issue #5): the echo experiment.
 
-Runs ``scenarios/sctp-autotune/echo.toml`` with the ``wirelab`` CLI for every
+Runs ``scenarios/sctp-autotune/echo.toml`` in-process (``wirelab.run``) for every
 (added delay, autotuning mode) pair, reads the per-association time series, draws
 ``sk_sndbuf`` / ``sk_rcvbuf`` / cwnd over time on both ends (one figure per delay) and
 writes a transfer-rate table::
 
-    python -m wirelab.repro.sctp_autotune --wirelab /path/to/wirelab --out DIR
+    python -m wirelab.repro.sctp_autotune [--out DIR]   # default ./wirelab-repro-sctp_autotune
 
-Outputs in DIR: ``runs/<case>/`` (the CLI's outputs), ``results.csv`` (one row per run),
+Outputs in DIR: ``runs/<case>/`` (each run's outputs), ``results.csv`` (one row per run),
 ``table.md`` (markdown tables), ``sctp-autotune-<delay>ms.png``.
 
 The experiment (seed document, "Performance"): host A writes for 10 s, host B echoes
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,10 +28,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[3]
-if not (ROOT / "scenarios").is_dir():  # installed package: run from a checkout
-    ROOT = Path.cwd()
-SCENARIO = ROOT / "scenarios" / "sctp-autotune" / "echo.toml"
+from .common import add_out, md_table, pyplot, run, save, scenario_file, stamp
+
+SCENARIO = scenario_file("sctp-autotune/echo.toml")
 DELAYS_MS = (0, 10, 100)
 MODES = ("off", "faithful", "overhead_corrected")
 MODE_LABEL = {"off": "vanilla 2.6.37 (fixed)", "faithful": "autotune, faithful", "overhead_corrected": "autotune, overhead-corrected"}
@@ -85,23 +83,12 @@ class Case:
         return ov
 
 
-def wirelab_command(path: str | None = None) -> list[str]:
-    """The CLI to run: `path`, else `wirelab` on PATH, else ``python -m wirelab``."""
-    exe = path or shutil.which("wirelab")
-    return [exe] if exe else [sys.executable, "-m", "wirelab"]
-
-
-def run_case(wirelab: str | list[str], case: Case, out: Path, scenario: Path = SCENARIO) -> Path:
-    """Runs one case with the CLI (a path or a command list); returns its output directory."""
+def run_case(case: Case, out: Path, scenario: Path = SCENARIO) -> Path:
+    """Runs one case in-process; returns its output directory ``out/runs/<case>``."""
     d = out / "runs" / case.name
     if d.exists():
         shutil.rmtree(d)
-    cmd = ([wirelab] if isinstance(wirelab, str) else list(wirelab)) + ["run", str(scenario), "--out", str(d)]
-    for o in case.overrides():
-        cmd += ["--set", o]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr}")
+    run(scenario, d, overrides=case.overrides())
     return d
 
 
@@ -156,11 +143,7 @@ def summarize(case: Case, d: Path) -> dict:
 
 def plot_delay(delay_ms: int, runs: dict[str, pd.DataFrame], path: Path, rtt_note: str) -> None:
     """sndbuf, rcvbuf and cwnd vs time on both ends for one delay, one line per mode."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     cols = (("sndbuf", "sk_sndbuf"), ("rcvbuf", "sk_rcvbuf"), ("cwnd", "cwnd"))
     nodes = (("h1", "A: client (h1)"), ("h2", "B: echo server (h2)"))
     colors = {"off": "#444444", "faithful": "#1f77b4", "overhead_corrected": "#d62728"}
@@ -183,9 +166,7 @@ def plot_delay(delay_ms: int, runs: dict[str, pd.DataFrame], path: Path, rtt_not
         ax.axhline(VANILLA_BUF / 1e6, color="#999999", lw=0.6, ls=":")
     axes[0][0].legend(fontsize=7, loc="best")
     fig.suptitle(f"SCTP echo, linux-2.6.37, GbE, {delay_ms} ms added delay ({rtt_note}), 4 KiB writes for 10 s", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=72)
-    plt.close(fig)
+    save(fig, path)
 
 
 def _fmt_b(v) -> str:
@@ -194,69 +175,66 @@ def _fmt_b(v) -> str:
 
 def write_table(df: pd.DataFrame, path: Path) -> str:
     """Markdown tables: transfer rate per delay × mode, then buffer end values."""
-    lines = []
     main = df[(df["rtt"] == "D") & (df["server"] == "sctp-echo") & (df["msg_size"] == 4096)]
-    lines.append("Transfer rate (bytes echoed back to A during the 10 s write period), RTT = D:\n")
-    lines.append("| added delay | " + " | ".join(MODE_LABEL[m] for m in MODES) + " |")
-    lines.append("|---|" + "---:|" * len(MODES))
+    rates = []
     for d in DELAYS_MS:
         cells = []
         for m in MODES:
             r = main[(main["delay_ms"] == d) & (main["mode"] == m)]
-            cells.append("–" if r.empty else f"{r['rate_mbit'].iloc[0]:.1f} Mb/s ({r['rate_MBps'].iloc[0]:.2f} MB/s); last 5 s: {r['rate_last5s_mbit'].iloc[0]:.1f}")
-        lines.append(f"| {d} ms | " + " | ".join(cells) + " |")
-    lines.append("")
-    lines.append("Buffers at the end of the write period (bytes) and when they last changed:\n")
-    lines.append("| case | A sndbuf | A rcvbuf | B sndbuf | B rcvbuf | B sndbuf settles | B rcvbuf settles | A cwnd | B cwnd | srtt (ms) |")
-    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            cells.append("–" if r.empty else f"{r['rate_mbit'].iloc[0]:.1f} Mb/s ({r['rate_MBps'].iloc[0]:.2f} MB/s); "
+                         f"last 5 s: {r['rate_last5s_mbit'].iloc[0]:.1f}")
+        rates.append([f"{d} ms", *cells])
+    bufs = []
     for _, r in df.iterrows():
         if r["client_error"]:
-            lines.append(f"| {r['case']} | client failed: {r['client_error']} |||||||||")
+            bufs.append([r["case"], f"client failed: {r['client_error']}", *[""] * 8])
             continue
-        lines.append(
-            f"| {r['case']} | {_fmt_b(r.get('h1_sndbuf_end'))} | {_fmt_b(r.get('h1_rcvbuf_end'))} | {_fmt_b(r.get('h2_sndbuf_end'))} | "
-            f"{_fmt_b(r.get('h2_rcvbuf_end'))} | {r.get('h2_sndbuf_settle_s', float('nan')):.2f} s | {r.get('h2_rcvbuf_settle_s', float('nan')):.2f} s | "
-            f"{_fmt_b(r.get('h1_cwnd_end'))} | {_fmt_b(r.get('h2_cwnd_end'))} | {r['srtt_ms']:.1f} |"
-        )
+        bufs.append([r["case"], *(_fmt_b(r.get(k)) for k in ("h1_sndbuf_end", "h1_rcvbuf_end", "h2_sndbuf_end",
+                                                               "h2_rcvbuf_end")),
+                     f"{r.get('h2_sndbuf_settle_s', float('nan')):.2f} s", f"{r.get('h2_rcvbuf_settle_s', float('nan')):.2f} s",
+                     _fmt_b(r.get("h1_cwnd_end")), _fmt_b(r.get("h2_cwnd_end")), f"{r['srtt_ms']:.1f}"])
+    parts = [
+        "Transfer rate (bytes echoed back to A during the 10 s write period), RTT = D:\n",
+        md_table(["added delay", *(MODE_LABEL[m] for m in MODES)], rates, "l" + "r" * len(MODES)), "",
+        "Buffers at the end of the write period (bytes) and when they last changed:\n",
+        md_table(["case", "A sndbuf", "A rcvbuf", "B sndbuf", "B rcvbuf", "B sndbuf settles", "B rcvbuf settles",
+                  "A cwnd", "B cwnd", "srtt (ms)"], bufs, "l" + "r" * 9)]
     extra = df[(df["rtt"] == "2D") | (df["server"] != "sctp-echo") | (df["msg_size"] != 4096)]
     if not extra.empty:
-        lines.append("")
-        lines.append("Variants (RTT = 2D, one-way transfer to a sink, other message sizes):\n")
-        lines.append("| case | RTT | receiver | message | rate A→B (Mb/s) | echoed to A (Mb/s) | B rcvbuf end | A sndbuf end | note |")
-        lines.append("|---|---|---|---:|---:|---:|---:|---:|---|")
-        for _, r in extra.iterrows():
-            echo = "–" if r["server"] != "sctp-echo" else f"{r['rate_mbit']:.1f}"
-            lines.append(
-                f"| {r['case']} | {r['rtt']} | {r['server']} | {r['msg_size']} | {r['fwd_rate_mbit']:.1f} | {echo} | "
-                f"{_fmt_b(r.get('h2_rcvbuf_end'))} | {_fmt_b(r.get('h1_sndbuf_end'))} | {r['client_error']} |"
-            )
-    text = "\n".join(lines) + "\n"
+        rows = [[r["case"], r["rtt"], r["server"], r["msg_size"], f"{r['fwd_rate_mbit']:.1f}",
+                 "–" if r["server"] != "sctp-echo" else f"{r['rate_mbit']:.1f}", _fmt_b(r.get("h2_rcvbuf_end")),
+                 _fmt_b(r.get("h1_sndbuf_end")), r["client_error"]] for _, r in extra.iterrows()]
+        parts += ["", "Variants (RTT = 2D, one-way transfer to a sink, other message sizes):\n",
+                  md_table(["case", "RTT", "receiver", "message", "rate A→B (Mb/s)", "echoed to A (Mb/s)",
+                            "B rcvbuf end", "A sndbuf end", "note"], rows, "lllrrrrrl")]
+    text = "\n".join(parts) + "\n"
     path.write_text(text)
     return text
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--wirelab", default=None, help="path of the wirelab CLI (default: `wirelab` on PATH, else python -m wirelab)")
-    ap.add_argument("--out", required=True, type=Path, help="output directory")
+    ap = argparse.ArgumentParser(prog="python -m wirelab.repro.sctp_autotune", description=__doc__.split("\n\n")[0])
+    add_out(ap, "sctp_autotune")
     ap.add_argument("--scenario", type=Path, default=SCENARIO)
     ap.add_argument("--no-variants", action="store_true", help="only the 3 × 3 main grid")
+    ap.add_argument("--duration", type=float, default=None,
+                    help="write period in seconds (default: the document's 10 s; shorter for a quick look)")
     args = ap.parse_args(argv)
     out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
+    stamp(out, "sctp_autotune", argv)
 
-    cases = [Case(d, m) for d in DELAYS_MS for m in MODES]
+    cases = [Case(d, m, duration_s=args.duration) for d in DELAYS_MS for m in MODES]
     if not args.no_variants:
-        cases += [Case(d, m, both_ways=True) for d in (10, 100) for m in MODES]
+        cases += [Case(d, m, both_ways=True, duration_s=args.duration) for d in (10, 100) for m in MODES]
         # one-way transfer: the receiver has no RTT sample of its own (the document's
         # "unresolved issue"); wirelab falls back to RTO.Initial
-        cases += [Case(100, m, server="sctp-sink") for m in MODES]
+        cases += [Case(100, m, server="sctp-sink", duration_s=args.duration) for m in MODES]
         # iperf3's 64 KiB messages against the 16 KiB initial autotuned sk_sndbuf
-        cases += [Case(10, m, size=65536) for m in ("off", "faithful")]
+        cases += [Case(10, m, size=65536, duration_s=args.duration) for m in ("off", "faithful")]
     rows, series = [], {}
     for c in cases:
         print(f"running {c.name} …", file=sys.stderr, flush=True)
-        d = run_case(wirelab_command(args.wirelab), c, out, args.scenario)
+        d = run_case(c, out, args.scenario)
         rows.append(summarize(c, d))
         if not c.both_ways and c.server == "sctp-echo" and c.size == 4096:
             series[(c.delay_ms, c.mode)] = pd.read_csv(d / "sctp_timeseries.csv")

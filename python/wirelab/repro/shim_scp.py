@@ -1,14 +1,14 @@
 """Seed system 5 (transparent TCP-to-SCTP shim, issue #8): the scp study and the failover demo.
 
-Runs the scp study with the ``wirelab`` CLI for every (profile, mode, loss rate, file size,
+Runs the scp study in-process (``wirelab.run``) for every (profile, mode, loss rate, file size,
 seed) — modes ``tcp`` (shim disabled), ``shim`` (TCP–SCTP–TCP, shim on both ends,
 ``scenarios/shim/scp.toml``) and ``native`` (TCP–SCTP, shim client and a native SCTP
 server, ``scenarios/shim/scp-native.toml``) — and ``scenarios/shim/failover.toml`` for the
 path-failure demo, then writes tables and figures::
 
-    python -m wirelab.repro.shim_scp --wirelab /path/to/wirelab --out DIR [--jobs 2]
-    python -m wirelab.repro.shim_scp --wirelab W --out DIR --runs 10 --runs-small 30   # quicker
-    python -m wirelab.repro.shim_scp --wirelab W --out DIR --only failover
+    python -m wirelab.repro.shim_scp --out DIR [--jobs 2]    # default ./wirelab-repro-shim_scp
+    python -m wirelab.repro.shim_scp --out DIR --runs 10 --runs-small 30   # quicker
+    python -m wirelab.repro.shim_scp --out DIR --only failover
 
 Outputs in DIR: ``runs.jsonl`` (one line per run; rerunning resumes and skips finished
 runs), ``results.csv``, ``cells.csv`` (mean, sd, 95 % CI per cell), ``table.md``,
@@ -37,7 +37,6 @@ import json
 import math
 import shutil
 import struct
-import subprocess
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -47,10 +46,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[3]
-SCP = ROOT / "scenarios" / "shim" / "scp.toml"
-SCP_NATIVE = ROOT / "scenarios" / "shim" / "scp-native.toml"
-FAILOVER = ROOT / "scenarios" / "shim" / "failover.toml"
+from .. import stats
+from .common import add_out, ipv4, pcap_packets, pyplot, run, save, scenario_file, stamp
+
+SCP = scenario_file("shim/scp.toml")
+SCP_NATIVE = scenario_file("shim/scp-native.toml")
+FAILOVER = scenario_file("shim/failover.toml")
 SIZES = {"50 KB": 51_200, "500 KB": 512_000, "5 MB": 5_242_880, "25 MB": 26_214_400}
 LOSSES = (0, 1, 3, 6, 10)
 PROFILES = ("freebsd-4.10", "linux-6")
@@ -94,43 +95,6 @@ class Run:
         return ov + list(self.extra)
 
 
-def t975(df: int) -> float:
-    """97.5 % quantile of Student's t (Cornish–Fisher expansion; < 0.2 % off for df ≥ 5)."""
-    if df <= 0:
-        return float("nan")
-    small = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776}
-    if df in small:
-        return small[df]
-    z = 1.959964
-    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
-
-
-def wirelab_command(path: str | None = None) -> list[str]:
-    """The CLI to run: `path`, else `wirelab` on PATH, else ``python -m wirelab``."""
-    exe = path or shutil.which("wirelab")
-    return [exe] if exe else [sys.executable, "-m", "wirelab"]
-
-
-def run_cli(cli: list[str], scenario: Path, out: Path, overrides: list[str], seed: int | None = None, nice: int = 15) -> None:
-    """Runs one scenario; raises with the CLI's stderr on failure."""
-    cmd = (["nice", "-n", str(nice)] if nice and shutil.which("nice") else []) + cli + ["run", str(scenario), "--out", str(out)]
-    if seed is not None:
-        cmd += ["--seed", str(seed)]
-    for o in overrides:
-        cmd += ["--set", o]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr}")
-
-
-def fingerprint(d: Path) -> str:
-    """The run's fingerprint (summary.json), or '' if the CLI did not write one."""
-    f = d / "summary.json"
-    if not f.exists():
-        return ""
-    return str(json.loads(f.read_text()).get("fingerprint", ""))
-
-
 def transport_of(d: Path, flow: str = "scp") -> str:
     """The transport that carried the client's stream (`flows.csv` `proto`: `tcp`, or
     `sctp` for a shim connection that stayed on SCTP; a fallback says `tcp`)."""
@@ -155,7 +119,7 @@ def summarize(run: Run, d: Path) -> dict:
     return row
 
 
-def run_grid(cli: list[str], runs: list[Run], out: Path, jobs: int) -> pd.DataFrame:
+def run_grid(runs: list[Run], out: Path, jobs: int) -> pd.DataFrame:
     """Runs what is not yet in runs.jsonl, `jobs` at a time; returns all rows."""
     log = out / "runs.jsonl"
     done: dict[str, dict] = {}
@@ -171,7 +135,7 @@ def run_grid(cli: list[str], runs: list[Run], out: Path, jobs: int) -> pd.DataFr
 
     def one(r: Run) -> None:
         d = tmp / r.key.replace("/", "_")
-        run_cli(cli, SCENARIO[r.mode], d, r.overrides(), seed=r.seed)
+        run(SCENARIO[r.mode], d, seed=r.seed, overrides=r.overrides())
         row = summarize(r, d)
         row["key"] = r.key
         shutil.rmtree(d, ignore_errors=True)
@@ -198,20 +162,15 @@ def cells(df: pd.DataFrame) -> pd.DataFrame:
     for (p, m, l, s), g in df.groupby(["profile", "mode", "loss", "size"], sort=False):
         ok = g[g["state"] == "done"]
         t = ok["transfer_time_s"].to_numpy()
-        n = len(t)
-        sd = float(np.std(t, ddof=1)) if n > 1 else float("nan")
+        mean, ci, n = stats.mean_ci(t)
         row = {"profile": p, "mode": m, "loss": l, "size": s, "n": len(g), "done": n,
-               "mean_s": float(np.mean(t)) if n else float("nan"), "sd_s": sd,
-               "ci95_s": t975(n - 1) * sd / math.sqrt(n) if n > 1 else float("nan"),
-               "median_s": float(np.median(t)) if n else float("nan"),
+               "mean_s": mean, "sd_s": stats.mean_sd(t)[1], "ci95_s": ci,
+               "median_s": stats.percentile(t, 50),
                "data_mean_s": float(ok["data_time_s"].mean()) if n else float("nan"),
                # shim: connections that fell back to TCP; native: the same event, which fails
                # the connect (the native server has no TCP listener: ECONNREFUSED)
                "fallbacks": int((g["transport"] == "tcp").sum()) if m != "tcp" else 0}
-        sc = ok[ok["transport"] == "sctp"]["transfer_time_s"].to_numpy()
-        row["sctp_n"] = len(sc)
-        row["sctp_mean_s"] = float(np.mean(sc)) if len(sc) else float("nan")
-        row["sctp_ci95_s"] = t975(len(sc) - 1) * float(np.std(sc, ddof=1)) / math.sqrt(len(sc)) if len(sc) > 1 else float("nan")
+        row["sctp_mean_s"], row["sctp_ci95_s"], row["sctp_n"] = stats.mean_ci(ok[ok["transport"] == "sctp"]["transfer_time_s"])
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -340,11 +299,7 @@ def retrans_table(df: pd.DataFrame, sizes=("5 MB", "25 MB")) -> str:
 def plot_profile(cs: pd.DataFrame, profile: str, path: Path) -> None:
     """Transfer time vs loss, one panel per file size: TCP, shim on both ends, shim client
     with a native SCTP server, with 95 % CIs."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     sub = cs[cs["profile"] == profile]
     sizes = [s for s in SIZES if (sub["size"] == s).any()]
     if not sizes:
@@ -375,9 +330,7 @@ def plot_profile(cs: pd.DataFrame, profile: str, path: Path) -> None:
     axes[0].set_ylabel("transfer time (s), mean ± 95 % CI", fontsize=8)
     axes[0].legend(fontsize=7, loc="upper left")
     fig.suptitle(f"scp over 1.5 Mbit/s, 35 ms, 50-pkt drop-tail — {PROFILE_NOTE[profile]} (dotted: line rate)", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=72)
-    plt.close(fig)
+    save(fig, path)
 
 
 # ---- sender stalls from captures (mechanism evidence) ----
@@ -385,15 +338,9 @@ def plot_profile(cs: pd.DataFrame, profile: str, path: Path) -> None:
 def data_times(pcap: Path, min_len: int = 500) -> np.ndarray:
     """Timestamps (s) of the client's data packets (IP total length ≥ min_len, src 10.128.0.1)
     in a nanosecond pcap of c:eth0."""
-    d = pcap.read_bytes()
-    o, ts = 24, []
-    while o + 16 <= len(d):
-        sec, frac, incl, _ = struct.unpack_from("<IIII", d, o)
-        p = d[o + 16:o + 16 + incl]
-        o += 16 + incl
-        if len(p) >= 34 and p[12:14] == b"\x08\x00" and struct.unpack_from(">H", p, 16)[0] >= min_len and p[26:30] == bytes([10, 128, 0, 1]):
-            ts.append(sec + frac * 1e-9)
-    return np.array(ts)
+    src = bytes([10, 128, 0, 1])
+    return np.array([t for t, f in pcap_packets(pcap) if (ip := ipv4(f)) is not None
+                     and struct.unpack_from(">H", ip, 2)[0] >= min_len and ip[12:16] == src])
 
 
 GAP_S = 0.2
@@ -418,7 +365,7 @@ def window_stats(d: Path, transport: str, t_end: float, flow: str = "scp") -> di
     return {"cwnd_pkts": float(cwnd.mean()), "flight_pkts": float(flight.mean()), "srtt_ms": float(ts["srtt_ms"].mean())}
 
 
-def stalls(cli: list[str], out: Path, losses=(3, 6, 10), size="5 MB", seeds=range(1, 11)) -> pd.DataFrame:
+def stalls(out: Path, losses=(3, 6, 10), size="5 MB", seeds=range(1, 11)) -> pd.DataFrame:
     """Sender idle gaps ≥ GAP_S (retransmission timeouts: at 1.5 Mbit/s a busy sender emits
     a data packet every 8 ms) in representative runs, grouped by the transport that carried
     the bytes, with the sender's mean window, flight and srtt (100 ms samples)."""
@@ -429,7 +376,7 @@ def stalls(cli: list[str], out: Path, losses=(3, 6, 10), size="5 MB", seeds=rang
                 for sd in seeds:
                     r = Run(p, m, l, size, sd)
                     d = out / "tmp" / ("cap_" + r.key.replace("/", "_"))
-                    run_cli(cli, SCP, d, r.overrides() + ['measure.capture=["c:eth0"]', "measure.sample_interval=100ms"], seed=sd)
+                    run(SCP, d, seed=sd, overrides=r.overrides() + ['measure.capture=["c:eth0"]', "measure.sample_interval=100ms"])
                     t = data_times(d / "pcap" / "c-eth0.pcap")
                     gaps = np.diff(t) if len(t) > 1 else np.array([])
                     big = gaps[gaps >= GAP_S]
@@ -461,7 +408,7 @@ def stalls_table(df: pd.DataFrame) -> str:
 
 # ---- the failover demo ----
 
-def failover(cli: list[str], out: Path) -> pd.DataFrame:
+def failover(out: Path) -> pd.DataFrame:
     """Runs the path-failure demo (TCP, shim on both ends, shim client with a native SCTP
     server; both profiles); returns receiver throughput series; writes failover/summary.csv."""
     base = out / "failover"
@@ -470,7 +417,7 @@ def failover(cli: list[str], out: Path) -> pd.DataFrame:
         for m in MODES:
             d = base / f"{p}-{m}"
             ov = [f"scenario.profile={p}"] + (TCP_OVERRIDES if m == "tcp" else NATIVE_FAILOVER if m == "native" else [])
-            run_cli(cli, FAILOVER, d, ov + ['measure.capture=["s"]'])
+            res = run(FAILOVER, d, overrides=ov + ['measure.capture=["s"]'])
             ts = pd.read_csv(d / "flow_timeseries.csv")
             ts = ts[ts["flow"] == "sshd"].copy().sort_values("time_s")
             # goodput over 1 s bins from the cumulative byte count (the 250 ms samples show the
@@ -483,18 +430,13 @@ def failover(cli: list[str], out: Path) -> pd.DataFrame:
             series.append(ts)
             fl = pd.read_csv(d / "flows.csv").set_index("name")
             pk = {}
-            for cap in sorted((d / "pcap").glob("*.pcap")):
-                dd = cap.read_bytes()
-                o = 24
-                while o + 16 <= len(dd):
-                    incl = struct.unpack_from("<I", dd, o + 8)[0]
-                    pkt = dd[o + 16:o + 16 + incl]
-                    o += 16 + incl
+            for cap in res.pcaps:
+                for _t, pkt in pcap_packets(cap):
                     if len(pkt) > 23:
                         key = (cap.stem, {6: "tcp", 132: "sctp"}.get(pkt[23], str(pkt[23])))
                         pk[key] = pk.get(key, 0) + 1
             rows.append({"profile": p, "mode": m, "transport": transport_of(d), "state": fl.loc["scp", "state"],
-                         "retrans": int(fl.loc["scp", "retrans"]), "fingerprint": fingerprint(d),
+                         "retrans": int(fl.loc["scp", "retrans"]), "fingerprint": res.fingerprint,
                          "transfer_time_s": fl.loc["scp", "transfer_time_s"], "server_rx": fl.loc["sshd", "rx_bytes"],
                          "packets_by_iface": "; ".join(f"{k[0]} {k[1]} {v}" for k, v in sorted(pk.items()))})
     df = pd.DataFrame(rows)
@@ -503,11 +445,7 @@ def failover(cli: list[str], out: Path) -> pd.DataFrame:
 
 
 def plot_failover(ts: pd.DataFrame, summ: pd.DataFrame, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(len(PROFILES), 1, figsize=(9, 2.3 * len(PROFILES) + 0.4), sharex=True)
     colors = {"tcp": "#d62728", "shim": "#1f77b4", "native": "#2ca02c"}
     style = {"shim": dict(lw=2.6, alpha=0.6), "native": dict(lw=1.0, ls="--"), "tcp": dict(lw=1.0)}
@@ -534,15 +472,12 @@ def plot_failover(ts: pd.DataFrame, summ: pd.DataFrame, path: Path) -> None:
         ax.tick_params(labelsize=8)
     axes[-1].set_xlabel("time (s)", fontsize=8)
     fig.suptitle("5 MB scp-like transfer, multihomed hosts, two 1.5 Mbit/s 35 ms paths; primary cut 10–110 s", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=72)
-    plt.close(fig)
+    save(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--wirelab", default=None, help="path of the wirelab CLI (default: `wirelab` on PATH, else python -m wirelab)")
-    ap.add_argument("--out", required=True, type=Path)
+    ap = argparse.ArgumentParser(prog="python -m wirelab.repro.shim_scp", description=__doc__.split("\n\n")[0])
+    add_out(ap, "shim_scp")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--runs", type=int, default=30, help="runs per cell (document: 30)")
     ap.add_argument("--runs-small", type=int, default=90, help="runs per 50 KB cell (document: 90)")
@@ -555,8 +490,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=("scp", "stalls", "failover", "report"), default=None)
     args = ap.parse_args(argv)
     out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    cli = wirelab_command(args.wirelab)
+    stamp(out, "shim_scp", argv)
     profiles = [p for p in args.profiles.split(",") if p]
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     losses = [float(x) for x in args.losses.split(",") if x.strip()]
@@ -567,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = [Run(p, m, l, s, sd, tuple(args.extra)) for p in profiles for s in sizes for l in losses for m in modes
             for sd in range(1, (args.runs_small if s == "50 KB" else args.runs) + 1)]
     if args.only in (None, "scp", "report"):
-        df = run_grid(cli, runs, out, args.jobs) if args.only != "report" else pd.read_csv(out / "results.csv")
+        df = run_grid(runs, out, args.jobs) if args.only != "report" else pd.read_csv(out / "results.csv")
         df.drop(columns=["key"], errors="ignore").to_csv(out / "results.csv", index=False)
         cs = cells(df)
         cs.to_csv(out / "cells.csv", index=False)
@@ -582,11 +516,11 @@ def main(argv: list[str] | None = None) -> int:
         for p in profiles:
             plot_profile(cs, p, out / f"shim-scp-{p}.png")
     if args.only in (None, "stalls"):
-        st = stalls(cli, out)
+        st = stalls(out)
         print(stalls_table(st))
         (out / "stalls.md").write_text(stalls_table(st))
     if args.only in (None, "failover"):
-        ts, summ = failover(cli, out)
+        ts, summ = failover(out)
         print(summ.to_string())
         plot_failover(ts, summ, out / "shim-failover.png")
     shutil.rmtree(out / "tmp", ignore_errors=True)

@@ -1,7 +1,7 @@
 """Seed system 3 (Markussen 2014): retransmission aggressiveness for thin TCP streams.
 
-Generates the dumbbell scenarios of ``scenarios/thin-streams/``, runs a matrix of them with
-the ``wirelab`` CLI, analyses the thin sender's capture with ``wirelab analyze`` and
+Generates the dumbbell scenarios of ``scenarios/thin-streams/``, runs a matrix of them
+in-process (``wirelab.run``), analyses the thin sender's capture with ``wirelab analyze`` and
 aggregates mean and 95 % confidence intervals over seeds.
 
 Topology (seed-systems §3.8, the Simula harness reconstructed)::
@@ -37,17 +37,15 @@ Thin vs thin (``--vthin V``): a second sender node ``vthinsender`` runs V vanill
 streams to ports 5500, 5501, … next to the N thin streams of the configuration under test
 (and the greedy flows), so one can see whether an aggressive thin group hurts a vanilla one.
 
-Command line (stdlib only; matplotlib for ``report``)::
+Command line (outputs only under ``--out``, default ``./wirelab-repro-thin_streams``)::
 
-    python python/wirelab/repro/thin_streams.py gen --thin 10 --greedy 10 --config vanilla -o x.toml
-    python python/wirelab/repro/thin_streams.py commit-scenarios          # scenarios/thin-streams/
-    python python/wirelab/repro/thin_streams.py matrix --out DIR --duration 300s --seeds 1,2,3,4,5
-    python python/wirelab/repro/thin_streams.py report DIR --img docs/reproductions/img   # tables to stdout
-    python python/wirelab/repro/thin_streams.py matrix --out DIR --ns 10 --greedy 10 --vthin 10   # thin vs thin
-    python python/wirelab/repro/thin_streams.py n-sweep DIR [DIR...] --img IMG     # p99/goodput per N
-    python python/wirelab/repro/thin_streams.py stability --out DIR --img IMG      # the 2-hour run
-
-The CLI is ``$WIRELAB_BIN``, else ``wirelab`` on PATH, else ``target/release/wirelab``.
+    python -m wirelab.repro.thin_streams gen --thin 10 --greedy 10 --config vanilla -o x.toml
+    python -m wirelab.repro.thin_streams commit-scenarios --dir scenarios/thin-streams
+    python -m wirelab.repro.thin_streams matrix --out DIR --duration 300s --seeds 1,2,3,4,5
+    python -m wirelab.repro.thin_streams report DIR --img DIR/img        # tables to stdout
+    python -m wirelab.repro.thin_streams matrix --out DIR --ns 10 --greedy 10 --vthin 10   # thin vs thin
+    python -m wirelab.repro.thin_streams n-sweep DIR [DIR...] --img IMG   # p99/goodput per N
+    python -m wirelab.repro.thin_streams stability --out DIR --img IMG    # the 2-hour run
 """
 from __future__ import annotations
 
@@ -56,13 +54,15 @@ import bisect
 import csv
 import json
 import math
-import os
-import shutil
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import pandas as pd
+
+from .. import stats
+from .common import add_out, analyze, label, pyplot, run, save, say, stamp, toml
 
 #: Bottleneck (seed-systems §3.8).
 RATE = "5mbit"
@@ -111,23 +111,25 @@ VTHIN_PORT = 5500
 VTHIN_CONFIG = "vanilla"
 
 
-def _ms(x: float) -> str:
-    """A time in tc spelling with microsecond resolution."""
+def _us(x: float) -> str:
+    """A time in ms as tc spelling with microsecond resolution."""
     return f"{int(round(x * 1000))}us"
 
 
-def generate(
-    thin: int,
-    greedy: int,
-    config: str = "vanilla",
-    queue: str = "pfifo",
-    duration: str = "300s",
-    seed: int = 1,
-    capture: bool = True,
-    vthin: int = 0,
-    name: str | None = None,
-) -> str:
-    """The scenario TOML text for ``thin`` thin vs ``greedy`` greedy streams.
+def _access(name: str, a: str, b: str, a_iface: bool = True) -> dict:
+    """A 1 Gbit/s, 50 µs access link."""
+    return {"name": name, "a": {"node": a, "iface": "eth0"} if a_iface else {"node": a},
+            "b": {"node": b} if a_iface else {"node": b, "iface": "eth0"}, "netem": "rate 1gbit delay 50us"}
+
+
+def _thin_app(name: str, node: str, port: int, start_ms: float) -> dict:
+    return {"name": name, "kind": "tcp-thin", "node": node, "dst": f"thinreceiver:{port}", "size": PAYLOAD,
+            "interval": f"{int(ITT_MS)}ms", "jitter": JITTER, "start": _us(start_ms)}
+
+
+def scenario(thin: int, greedy: int, config: str = "vanilla", queue: str = "pfifo", duration: str = "300s",
+             seed: int = 1, capture: bool = True, vthin: int = 0, name: str | None = None) -> dict:
+    """The scenario (a dict) for ``thin`` thin vs ``greedy`` greedy streams.
 
     Starts are staggered as in the harness (§3.8): thin stream i at i·ITT/thin, greedy flow
     i at i·RTT/greedy. ``vthin`` > 0 adds a node ``vthinsender`` with that many vanilla thin
@@ -140,185 +142,54 @@ def generate(
         raise ValueError(f"unknown queue {queue!r}; one of {', '.join(QUEUES)}")
     if thin < 0 or greedy < 0 or thin > 499 or greedy > 999 or not 0 <= vthin <= 499:
         raise ValueError("stream counts must be in 0..499 (thin, vthin) and 0..999 (greedy)")
-    sysctl = ", ".join(f'"{k}" = {v}' for k, v in CONFIGS[config].items())
-    vsysctl = ", ".join(f'"{k}" = {v}' for k, v in CONFIGS[VTHIN_CONFIG].items())
     vdesc = f" + {vthin} vanilla thin streams" if vthin else ""
-    lines = [
-        "# Generated by python/wirelab/repro/thin_streams.py (seed system 3, Markussen 2014).",
-        f"# thin={thin} vthin={vthin} greedy={greedy} config={config} queue={queue} duration={duration}",
-        "[scenario]",
-        f'name = "{name or f"thin-{thin}v{greedy}-{config}-{queue}" + (f"-vthin{vthin}" if vthin else "")}"',
-        (
-            f'description = "Seed system 3: {thin} thin streams (120 B every 100+-10 ms, '
-            f"{LABELS[config]}){vdesc} vs {greedy} greedy CUBIC flows over 5 Mbit/s, RTT 150 ms, "
-            f'{QUEUES[queue]}."'
-        ),
-        f'duration = "{duration}"',
-        f"seed = {seed}",
-        'profile = "linux-3.14"',
-        "",
-        "# The thin-stream sender (harness: rdbsender); mechanisms apply only here.",
-        "[[node]]",
-        'name = "thinsender"',
-        f"sysctl = {{ {sysctl} }}",
-        "",
-        "# The greedy sender (harness: zsender), profile defaults.",
-        "[[node]]",
-        'name = "greedysender"',
-        "",
-        "[[node]]",
-        'name = "r1"',
-        'kind = "router"',
-        "",
-        "[[node]]",
-        'name = "r2"',
-        'kind = "router"',
-        "",
-        "# Receivers (harness: zreceiver), split so the thin streams' arrivals can be captured alone.",
-        "[[node]]",
-        'name = "thinreceiver"',
-        "",
-        "[[node]]",
-        'name = "greedyreceiver"',
-        "",
-        "[[link]]",
-        'name = "thin-access"',
-        'a = { node = "thinsender", iface = "eth0" }',
-        'b = { node = "r1" }',
-        'netem = "rate 1gbit delay 50us"',
-        "",
-        "[[link]]",
-        'name = "greedy-access"',
-        'a = { node = "greedysender", iface = "eth0" }',
-        'b = { node = "r1" }',
-        'netem = "rate 1gbit delay 50us"',
-        "",
-        "# 5 Mbit/s, netem delay 75 ms on the data and on the ACK path (RTT 150 ms).",
-        "[[link]]",
-        'name = "bottleneck"',
-        f'a = {{ node = "r1", iface = "eth2", qdisc = "{QUEUES[queue]}" }}',
-        'b = { node = "r2" }',
-        f'netem = "rate {RATE} delay {ONE_WAY}"',
-        "",
-        "[[link]]",
-        'name = "thin-rx"',
-        'a = { node = "r2" }',
-        'b = { node = "thinreceiver", iface = "eth0" }',
-        'netem = "rate 1gbit delay 50us"',
-        "",
-        "[[link]]",
-        'name = "greedy-rx"',
-        'a = { node = "r2" }',
-        'b = { node = "greedyreceiver", iface = "eth0" }',
-        'netem = "rate 1gbit delay 50us"',
-        "",
-    ]
-    if vthin:
-        # after the bottleneck link, so r1's bottleneck interface keeps its name eth2
-        lines += [
-            "# Thin vs thin: a second thin sender with vanilla settings.",
-            "[[node]]",
-            'name = "vthinsender"',
-            f"sysctl = {{ {vsysctl} }}",
-            "",
-            "[[link]]",
-            'name = "vthin-access"',
-            'a = { node = "vthinsender", iface = "eth0" }',
-            'b = { node = "r1" }',
-            'netem = "rate 1gbit delay 50us"',
-            "",
-        ]
-    for i in range(vthin):
-        lines += [
-            "[[app]]",
-            f'name = "sink{VTHIN_PORT + i}"',
-            'kind = "tcp-sink"',
-            'node = "thinreceiver"',
-            f"port = {VTHIN_PORT + i}",
-            "",
-        ]
-    for i in range(thin):
-        lines += [
-            "[[app]]",
-            f'name = "sink{THIN_PORT + i}"',
-            'kind = "tcp-sink"',
-            'node = "thinreceiver"',
-            f"port = {THIN_PORT + i}",
-            "",
-        ]
-    for i in range(greedy):
-        lines += [
-            "[[app]]",
-            f'name = "sink{GREEDY_PORT + i}"',
-            'kind = "tcp-sink"',
-            'node = "greedyreceiver"',
-            f"port = {GREEDY_PORT + i}",
-            "",
-        ]
-    for i in range(thin):
-        lines += [
-            "[[app]]",
-            f'name = "thin{i}"',
-            'kind = "tcp-thin"',
-            'node = "thinsender"',
-            f'dst = "thinreceiver:{THIN_PORT + i}"',
-            f"size = {PAYLOAD}",
-            f'interval = "{int(ITT_MS)}ms"',
-            f'jitter = "{JITTER}"',
-            f'start = "{_ms(i * ITT_MS / thin)}"',
-            "",
-        ]
-    for i in range(vthin):
-        lines += [
-            "[[app]]",
-            f'name = "vthin{i}"',
-            'kind = "tcp-thin"',
-            'node = "vthinsender"',
-            f'dst = "thinreceiver:{VTHIN_PORT + i}"',
-            f"size = {PAYLOAD}",
-            f'interval = "{int(ITT_MS)}ms"',
-            f'jitter = "{JITTER}"',
-            f'start = "{_ms((i + 0.5) * ITT_MS / vthin)}"',
-            "",
-        ]
-    for i in range(greedy):
-        lines += [
-            "[[app]]",
-            f'name = "greedy{i}"',
-            'kind = "tcp-bulk"',
-            'node = "greedysender"',
-            f'dst = "greedyreceiver:{GREEDY_PORT + i}"',
-            'cc = "cubic"',
-            f'start = "{_ms(i * RTT_MS / greedy)}"',
-            "",
-        ]
-    lines += ["[measure]", 'sample_interval = "1s"']
+    # mechanisms are sysctls of the thin sender only (harness: rdbsender); the greedy
+    # sender (zsender) keeps the profile's defaults; receivers (zreceiver) are split so the
+    # thin streams' arrivals can be captured alone
+    nodes = [{"name": "thinsender", "sysctl": dict(CONFIGS[config])}, {"name": "greedysender"},
+             {"name": "r1", "kind": "router"}, {"name": "r2", "kind": "router"},
+             {"name": "thinreceiver"}, {"name": "greedyreceiver"}]
+    links = [_access("thin-access", "thinsender", "r1"), _access("greedy-access", "greedysender", "r1"),
+             # 5 Mbit/s, netem delay 75 ms on the data and on the ACK path (RTT 150 ms)
+             {"name": "bottleneck", "a": {"node": "r1", "iface": "eth2", "qdisc": QUEUES[queue]}, "b": {"node": "r2"},
+              "netem": f"rate {RATE} delay {ONE_WAY}"},
+             _access("thin-rx", "r2", "thinreceiver", a_iface=False),
+             _access("greedy-rx", "r2", "greedyreceiver", a_iface=False)]
+    if vthin:  # after the bottleneck link, so r1's bottleneck interface keeps its name eth2
+        nodes.append({"name": "vthinsender", "sysctl": dict(CONFIGS[VTHIN_CONFIG])})
+        links.append(_access("vthin-access", "vthinsender", "r1"))
+    sink = lambda port, node: {"name": f"sink{port}", "kind": "tcp-sink", "node": node, "port": port}  # noqa: E731
+    apps = ([sink(VTHIN_PORT + i, "thinreceiver") for i in range(vthin)]
+            + [sink(THIN_PORT + i, "thinreceiver") for i in range(thin)]
+            + [sink(GREEDY_PORT + i, "greedyreceiver") for i in range(greedy)]
+            + [_thin_app(f"thin{i}", "thinsender", THIN_PORT + i, i * ITT_MS / thin) for i in range(thin)]
+            + [_thin_app(f"vthin{i}", "vthinsender", VTHIN_PORT + i, (i + 0.5) * ITT_MS / vthin) for i in range(vthin)]
+            + [{"name": f"greedy{i}", "kind": "tcp-bulk", "node": "greedysender", "dst": f"greedyreceiver:{GREEDY_PORT + i}",
+                "cc": "cubic", "start": _us(i * RTT_MS / greedy)} for i in range(greedy)])
+    measure: dict = {"sample_interval": "1s"}
     if capture and thin:
-        caps = ["thinsender:eth0"] + (["vthinsender:eth0"] if vthin else []) + ["thinreceiver:eth0"]
-        lines.append("capture = [" + ", ".join(f'"{c}"' for c in caps) + "]")
-    lines.append("")
-    return "\n".join(lines)
+        measure["capture"] = ["thinsender:eth0"] + (["vthinsender:eth0"] if vthin else []) + ["thinreceiver:eth0"]
+    default = f"thin-{thin}v{greedy}-{config}-{queue}" + (f"-vthin{vthin}" if vthin else "")
+    return {"scenario": {"name": name or default,
+                         "description": f"Seed system 3: {thin} thin streams (120 B every 100+-10 ms, {LABELS[config]}){vdesc} "
+                                        f"vs {greedy} greedy CUBIC flows over 5 Mbit/s, RTT 150 ms, {QUEUES[queue]}.",
+                         "duration": duration, "seed": seed, "profile": "linux-3.14"},
+            "node": nodes, "link": links, "app": apps, "measure": measure}
+
+
+def generate(thin: int, greedy: int, config: str = "vanilla", queue: str = "pfifo", duration: str = "300s",
+             seed: int = 1, capture: bool = True, vthin: int = 0, name: str | None = None) -> str:
+    """:func:`scenario` as TOML text."""
+    return toml(scenario(thin, greedy, config, queue, duration, seed, capture, vthin, name),
+                "Generated by python -m wirelab.repro.thin_streams (seed system 3, Markussen 2014).\n"
+                f"thin={thin} vthin={vthin} greedy={greedy} config={config} queue={queue} duration={duration}")
 
 
 # ---------------------------------------------------------------------------------------
 # Running
 # ---------------------------------------------------------------------------------------
 
-def wirelab_bin() -> str:
-    """The CLI: ``$WIRELAB_BIN``, else ``wirelab`` on PATH, else the release build."""
-    env = os.environ.get("WIRELAB_BIN")
-    if env:
-        return env
-    w = shutil.which("wirelab")
-    if w:
-        return w
-    for cand in (Path("/work/target-thin/release/wirelab"), Path("target/release/wirelab")):
-        if cand.exists():
-            return str(cand)
-    raise FileNotFoundError("wirelab CLI not found: set WIRELAB_BIN or build wirelab-cli")
-
-
-def run_one(toml_text: str, out: Path, seed: int, nice: int = 15) -> dict:
+def run_one(sc: dict, out: Path, seed: int) -> dict:
     """Runs one scenario and analyses the thin sender's capture; returns wall times.
 
     Skips work already done (``out/done.json`` exists), so a matrix can be resumed.
@@ -327,37 +198,24 @@ def run_one(toml_text: str, out: Path, seed: int, nice: int = 15) -> dict:
     if done.exists():
         return json.loads(done.read_text())
     out.mkdir(parents=True, exist_ok=True)
-    scn = out / "scenario.toml"
-    scn.write_text(toml_text)
-    exe = wirelab_bin()
+    (out / "scenario.toml").write_text(toml(sc))
     t0 = time.monotonic()
-    subprocess.run(
-        ["nice", "-n", str(nice), exe, "run", str(scn), "--out", str(out / "run"), "--seed", str(seed)],
-        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
+    res = run(out / "scenario.toml", out / "run", seed=seed)
     t1 = time.monotonic()
-    caps = sorted((out / "run").rglob("*.pcap"))
-    rcv = [p for p in caps if p.name.startswith("thinreceiver")]
+    caps = res.pcaps
+    rcv = next((p for p in caps if p.name.startswith("thinreceiver")), None)
     # the thin sender under test -> analyze/, the vanilla thin sender of a thin-vs-thin
     # run -> analyze-v/
     for prefix, sub in (("thinsender", "analyze"), ("vthinsender", "analyze-v")):
         snd = [p for p in caps if p.name.startswith(prefix)]
-        if not snd:
-            continue
-        subprocess.run(
-            ["nice", "-n", str(nice), exe, "analyze", str(snd[0])]
-            + (["--receiver", str(rcv[0])] if rcv else [])
-            + ["--out", str(out / sub),
-             "--class", f"thin=dport:{THIN_PORT}-{THIN_PORT + 999}",
-             "--class", f"greedy=dport:{GREEDY_PORT}-{GREEDY_PORT + 999}", "--json", str(out / f"{sub}.json")],
-            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )
+        if snd:
+            analyze(snd[0], out / sub, rcv, [f"thin=dport:{THIN_PORT}-{THIN_PORT + 999}",
+                                             f"greedy=dport:{GREEDY_PORT}-{GREEDY_PORT + 999}"])
     # captures and the CDF tables are regenerable; keep the results directory small
     for p in caps + [out / sub / "latency_cdf.csv" for sub in ("analyze", "analyze-v")]:
         if p.exists():
             p.unlink()
-    t2 = time.monotonic()
-    info = {"run_s": t1 - t0, "analyze_s": t2 - t1, "seed": seed}
+    info = {"run_s": t1 - t0, "analyze_s": time.monotonic() - t1, "seed": seed}
     done.write_text(json.dumps(info))
     return info
 
@@ -394,14 +252,13 @@ def run_matrix(out: Path, cells, seeds: list[int], duration: str, jobs: int = 2,
     def work(item):
         n, c, q, s = item
         d = out / cell_name(n, c, q, greedy, vthin) / f"seed{s}"
-        info = run_one(generate(n, n if greedy is None else greedy, c, q, duration, s, vthin=vthin), d, s)
+        info = run_one(scenario(n, n if greedy is None else greedy, c, q, duration, s, vthin=vthin), d, s)
         return item, info
 
     with ThreadPoolExecutor(max_workers=jobs) as ex:
         for k, (item, info) in enumerate(ex.map(work, todo), 1):
-            print(f"[{k}/{len(todo)} {time.monotonic() - t_start:6.0f}s] {cell_name(*item[:3], greedy, vthin)} "
-                  f"seed {item[3]}: run {info['run_s']:.1f}s analyze {info['analyze_s']:.1f}s",
-                  flush=True)
+            say(f"[{k}/{len(todo)} {time.monotonic() - t_start:6.0f}s] {cell_name(*item[:3], greedy, vthin)} "
+                f"seed {item[3]}: run {info['run_s']:.1f}s analyze {info['analyze_s']:.1f}s")
     meta = {"cells": [list(c) for c in cells], "seeds": seeds, "duration": duration, "greedy": greedy,
             "vthin": vthin, "wall_s": [time.monotonic() - t_start]}
     mp = out / "matrix.json"
@@ -420,29 +277,9 @@ def run_matrix(out: Path, cells, seeds: list[int], duration: str, jobs: int = 2,
 # Statistics
 # ---------------------------------------------------------------------------------------
 
-#: Two-sided 97.5 % Student-t quantiles by degrees of freedom.
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-        9: 2.262, 10: 2.228, 15: 2.131, 20: 2.086, 30: 2.042}
-
-
 def mean_ci(xs: list[float]) -> tuple[float, float]:
     """Mean and half-width of the 95 % t confidence interval (nan half-width for n < 2)."""
-    xs = [x for x in xs if x is not None and not math.isnan(x)]
-    if not xs:
-        return math.nan, math.nan
-    m = sum(xs) / len(xs)
-    if len(xs) < 2:
-        return m, math.nan
-    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
-    df = len(xs) - 1
-    t = T975.get(df) or T975[max(k for k in T975 if k <= df)]
-    return m, t * sd / math.sqrt(len(xs))
-
-
-def jain(xs: list[float]) -> float:
-    """Jain's fairness index (Σx)² / (n·Σx²)."""
-    s2 = sum(x * x for x in xs)
-    return (sum(xs) ** 2) / (len(xs) * s2) if xs and s2 > 0 else math.nan
+    return stats.mean_ci(xs)[:2]
 
 
 def _read_csv(p: Path) -> list[dict]:
@@ -457,12 +294,9 @@ def _num(x) -> float:
         return math.nan
 
 
-def nearest_rank(sorted_xs: list[float], p: float) -> float:
+def nearest_rank(xs: list[float], p: float) -> float:
     """Nearest-rank percentile (as ``wirelab analyze``)."""
-    if not sorted_xs:
-        return math.nan
-    k = max(1, math.ceil(p / 100 * len(sorted_xs)))
-    return sorted_xs[k - 1]
+    return stats.percentile(xs, p, "nearest-rank")
 
 
 def thin_at_retransmission(segs: list[dict], retx: list[dict]) -> float:
@@ -551,7 +385,7 @@ def seed_metrics(d: Path) -> dict:
     gsink = [r for r in flows if r.get("name", "").startswith(f"sink{GREEDY_PORT // 1000}")]
     gp = [_num(r.get("goodput_bps")) for r in gsink]
     m["greedy_goodput_mbps"] = sum(gp) / 1e6 if gp else math.nan
-    m["greedy_jain"] = jain(gp) if gp else math.nan
+    m["greedy_jain"] = stats.jain(gp) if gp else math.nan
     greedy = [r for r in flows if r.get("name", "").startswith("greedy")]
     m["greedy_retrans"] = sum(_num(r.get("retrans")) for r in greedy) if greedy else math.nan
     tsink = [r for r in flows if r.get("name", "").startswith(f"sink{THIN_PORT // 1000}")]
@@ -724,17 +558,16 @@ def markdown_tables(rows: list[dict]) -> str:
     return out
 
 
+#: (colour, line style, marker) of each configuration in the figures.
+STYLES = {"vanilla": ("k", "-", "o"), "lt": ("tab:blue", ":", "v"), "mfr": ("tab:cyan", ":", "^"),
+          "lt-mfr": ("tab:blue", "--", "s"), "er-tlp": ("tab:orange", "-", "D"),
+          "rdb": ("tab:green", "-", "o"), "rdb2008": ("tab:red", "--", "x")}
+
+
 def plot_cdf(rows: list[dict], panels: list[tuple[int, str]], path: Path) -> None:
     """CCDF-style plot (CDF from 0.5 up, log latency) of pooled thin-stream ACK latency per
     config, one panel per (N, queue)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    styles = {"vanilla": ("k", "-"), "lt": ("tab:blue", ":"), "mfr": ("tab:cyan", ":"),
-              "lt-mfr": ("tab:blue", "--"), "er-tlp": ("tab:orange", "-"), "rdb": ("tab:green", "-"),
-              "rdb2008": ("tab:red", "--")}
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(panels), figsize=(4.0 * len(panels), 3.6), dpi=80, sharey=True)
     axes = axes if len(panels) > 1 else [axes]
     for ax, (n, queue) in zip(axes, panels):
@@ -747,7 +580,7 @@ def plot_cdf(rows: list[dict], panels: list[tuple[int, str]], path: Path) -> Non
             # thin the step CDF to <= 600 points (all of the tail) to keep the PNG small
             k = len(xs)
             idx = sorted(set(list(range(0, k, max(1, k // 400))) + list(range(max(0, k - 200), k))))
-            col, ls = styles.get(r["config"], (None, "-"))
+            col, ls, _mk = STYLES.get(r["config"], (None, "-", "o"))
             ax.step([xs[i] for i in idx], [(i + 1) / k for i in idx], where="post", color=col,
                     linestyle=ls, linewidth=1.2, label=LABELS[r["config"]])
         ax.set_xscale("log")
@@ -758,9 +591,7 @@ def plot_cdf(rows: list[dict], panels: list[tuple[int, str]], path: Path) -> Non
         ax.set_xlabel("thin-stream ACK latency (ms)")
     axes[0].set_ylabel("CDF (pooled over seeds)")
     axes[-1].legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save(fig, path, dpi=None)
 
 
 def report(out: Path, img: Path | None, cdf_ns: list[int], queues_n: int | None) -> str:
@@ -788,7 +619,7 @@ def n_sweep(dirs: list[Path], queue: str = "pfifo", img: Path | None = None) -> 
     out = []
     for key, nd, title in (("thin_lat_p99", 0, "thin ACK latency p99 (ms)"),
                            ("greedy_goodput_mbps", 3, "greedy goodput, sum (Mbit/s)")):
-        t = [f"| N | " + " | ".join(LABELS[c] for c in cfgs) + " |", "|---|" + "---|" * len(cfgs)]
+        t = ["| N | " + " | ".join(LABELS[c] for c in cfgs) + " |", "|---|" + "---|" * len(cfgs)]
         for n in ns:
             t.append(f"| {n} | " + " | ".join(
                 _f(cell[(n, c)].get(key), cell[(n, c)].get(key + "_ci"), nd) if (n, c) in cell else "–"
@@ -796,17 +627,9 @@ def n_sweep(dirs: list[Path], queue: str = "pfifo", img: Path | None = None) -> 
         out.append(f"{title}, {queue}:\n\n" + "\n".join(t))
     out.append(f"where the thin-stream mechanisms act, {queue}:\n\n" + _mechanism_table(dirs, queue, ns, cell))
     if img is not None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        styles = {"vanilla": ("k", "-", "o"), "lt": ("tab:blue", ":", "v"), "mfr": ("tab:cyan", ":", "^"),
-                  "lt-mfr": ("tab:blue", "--", "s"), "er-tlp": ("tab:orange", "-", "D"),
-                  "rdb": ("tab:green", "-", "o"), "rdb2008": ("tab:red", "--", "x")}
-        fig, ax = plt.subplots(1, 2, figsize=(9, 3.6), dpi=80)
+        fig, ax = pyplot().subplots(1, 2, figsize=(9, 3.6), dpi=80)
         for c in cfgs:
-            col, ls, mk = styles.get(c, (None, "-", "o"))
+            col, ls, mk = STYLES.get(c, (None, "-", "o"))
             pts = [(n, cell[(n, c)]) for n in ns if (n, c) in cell]
             for a, key, scale in ((ax[0], "thin_lat_p99", 1.0), (ax[1], "greedy_goodput_mbps", 1.0)):
                 a.errorbar([n for n, _ in pts], [r[key] * scale for _, r in pts],
@@ -820,10 +643,7 @@ def n_sweep(dirs: list[Path], queue: str = "pfifo", img: Path | None = None) -> 
             a.grid(True, alpha=0.3)
         ax[0].legend(fontsize=7, loc="upper left")
         fig.suptitle(f"N sweep, {queue}, mean ± 95 % CI over seeds", fontsize=10)
-        fig.tight_layout()
-        img.mkdir(parents=True, exist_ok=True)
-        fig.savefig(img / "thin-n-sweep.png")
-        plt.close(fig)
+        save(fig, img / "thin-n-sweep.png", dpi=None)
     return "\n\n".join(out)
 
 
@@ -890,69 +710,40 @@ def stability_windows(d: Path, window_s: float = 600.0, minute_s: float = 60.0) 
     :func:`run_one`): thin ACK latency percentiles and true loss by first-send time, greedy
     goodput from the sinks' received bytes, bottleneck drops, and the mechanism counters'
     increments. Returns (``window_s`` rows, ``minute_s`` rows of latency p99 and loss)."""
-    lat: dict[int, list[float]] = {}
-    mlat: dict[int, list[float]] = {}
-    sent: dict[int, int] = {}
-    lost: dict[int, int] = {}
-    msent: dict[int, int] = {}
-    mlost: dict[int, int] = {}
-    with (d / "analyze" / "segments.csv").open() as f:
-        rd = csv.reader(f)
-        h = next(rd)
-        i_t, i_l, i_lost = h.index("first_sent_s"), h.index("latency_ms"), h.index("lost")
-        for r in rd:
-            t = float(r[i_t])
-            w, mi = int(t // window_s), int(t // minute_s)
-            sent[w] = sent.get(w, 0) + 1
-            msent[mi] = msent.get(mi, 0) + 1
-            if r[i_lost] not in ("", "0"):
-                lost[w] = lost.get(w, 0) + int(r[i_lost])
-                mlost[mi] = mlost.get(mi, 0) + int(r[i_lost])
-            if r[i_l]:
-                x = float(r[i_l])
-                lat.setdefault(w, []).append(x)
-                mlat.setdefault(mi, []).append(x)
+    seg = pd.read_csv(d / "analyze" / "segments.csv", usecols=["first_sent_s", "latency_ms", "lost"])
+    seg["lost"] = seg["lost"].fillna(0)
+    flows = pd.read_csv(d / "run" / "flow_timeseries.csv")
     # greedy goodput: the sinks' cumulative received bytes at window edges
-    rx_at: dict[float, float] = {}
-    with (d / "run" / "flow_timeseries.csv").open() as f:
-        for r in csv.DictReader(f):
-            if r["flow"].startswith(f"sink{GREEDY_PORT // 1000}"):
-                t = float(r["time_s"])
-                rx_at[t] = rx_at.get(t, 0.0) + float(r["rx_bytes"])
-    drops_at: dict[float, float] = {}
-    with (d / "run" / "queue_timeseries.csv").open() as f:
-        for r in csv.DictReader(f):
-            if r["dev"] == "r1:eth2":
-                drops_at[float(r["time_s"])] = float(r["drops"])
-    cnt_at: dict[float, dict[str, float]] = {}
-    with (d / "run" / "tcp_timeseries.csv").open() as f:
-        for r in csv.DictReader(f):
-            if r.get("node") == "thinsender" and r["flow"].startswith("thin"):
-                c = cnt_at.setdefault(float(r["time_s"]), {k: 0.0 for k in COUNTERS})
-                for k in COUNTERS:
-                    c[k] += float(r[k])
+    rx = flows[flows["flow"].str.startswith(f"sink{GREEDY_PORT // 1000}")].groupby("time_s")["rx_bytes"].sum()
+    q = pd.read_csv(d / "run" / "queue_timeseries.csv")
+    drops = q[q["dev"] == "r1:eth2"].groupby("time_s")["drops"].last()
+    tcp = pd.read_csv(d / "run" / "tcp_timeseries.csv")
+    cnt = tcp[(tcp["node"] == "thinsender") & tcp["flow"].str.startswith("thin")].groupby("time_s")[list(COUNTERS)].sum()
 
-    def at(series: dict, t: float, default=0.0):
-        # the last sample at or before t
-        ks = [k for k in series if k <= t + 1e-9]
-        return series[max(ks)] if ks else default
+    def at(series, t: float):
+        """The last sample at or before t (0 before the first)."""
+        s = series[series.index <= t + 1e-9]
+        return s.iloc[-1] if len(s) else 0.0 * series.iloc[0]
+
+    def per(width: float):
+        return seg.groupby((seg["first_sent_s"] // width).astype(int))
 
     rows = []
-    for w in sorted(sent):
+    for w, g in per(window_s):
         t0, t1 = w * window_s, (w + 1) * window_s
-        xs = sorted(lat.get(w, []))
-        c0, c1 = at(cnt_at, t0, {k: 0.0 for k in COUNTERS}), at(cnt_at, t1, {k: 0.0 for k in COUNTERS})
+        lat = g["latency_ms"].dropna()
+        c0, c1 = at(cnt, t0), at(cnt, t1)
         rows.append({
-            "t0_s": t0, "t1_s": t1, "thin_ranges": sent[w],
-            "lat_p50": nearest_rank(xs, 50), "lat_p99": nearest_rank(xs, 99),
-            "lat_p999": nearest_rank(xs, 99.9), "lat_max": xs[-1] if xs else math.nan,
-            "true_loss_pct": 100.0 * lost.get(w, 0) / sent[w],
-            "greedy_mbps": (at(rx_at, t1) - at(rx_at, t0)) * 8 / window_s / 1e6,
-            "drops": at(drops_at, t1) - at(drops_at, t0),
+            "t0_s": t0, "t1_s": t1, "thin_ranges": len(g),
+            "lat_p50": nearest_rank(lat, 50), "lat_p99": nearest_rank(lat, 99),
+            "lat_p999": nearest_rank(lat, 99.9), "lat_max": lat.max() if len(lat) else math.nan,
+            "true_loss_pct": 100.0 * g["lost"].sum() / len(g),
+            "greedy_mbps": (at(rx, t1) - at(rx, t0)) * 8 / window_s / 1e6,
+            "drops": at(drops, t1) - at(drops, t0),
             **{f"d_{k}": c1[k] - c0[k] for k in COUNTERS},
         })
-    minutes = [{"t0_s": mi * minute_s, "lat_p99": nearest_rank(sorted(mlat.get(mi, [])), 99),
-                "true_loss_pct": 100.0 * mlost.get(mi, 0) / msent[mi]} for mi in sorted(msent)]
+    minutes = [{"t0_s": mi * minute_s, "lat_p99": nearest_rank(g["latency_ms"].dropna(), 99),
+                "true_loss_pct": 100.0 * g["lost"].sum() / len(g)} for mi, g in per(minute_s)]
     return rows, minutes
 
 
@@ -971,36 +762,21 @@ def stability_report(d: Path, img: Path | None, window_s: float = 600.0) -> str:
     # left out: slow start, and segments still in flight at the end count as lost)
     mid = minutes[1:-1]
     if len(mid) >= 3:
-        xs = [m["t0_s"] / 3600 for m in mid]
-        mx = sum(xs) / len(xs)
-        sxx = sum((x - mx) ** 2 for x in xs)
         for key, unit in (("lat_p99", "ms"), ("true_loss_pct", "percentage points")):
-            ys = [m[key] for m in mid]
-            my = sum(ys) / len(ys)
-            b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-            res = sum((y - my - b * (x - mx)) ** 2 for x, y in zip(xs, ys)) / (len(ys) - 2)
-            t.append(f"\ndrift of per-minute {key}: {b:+.3f} ± {math.sqrt(res / sxx):.3f} (s.e.) {unit} per hour "
-                     f"around a mean of {my:.3f} ({len(ys)} minutes)")
+            b, se, my = stats.drift([m["t0_s"] / 3600 for m in mid], [m[key] for m in mid])
+            t.append(f"\ndrift of per-minute {key}: {b:+.3f} ± {se:.3f} (s.e.) {unit} per hour "
+                     f"around a mean of {my:.3f} ({len(mid)} minutes)")
     if img is not None and minutes:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(2, 1, figsize=(8, 4.4), dpi=80, sharex=True)
+        fig, ax = pyplot().subplots(2, 1, figsize=(8, 4.4), dpi=80, sharex=True)
         xs = [m["t0_s"] / 60 for m in minutes]
         ax[0].plot(xs, [m["lat_p99"] for m in minutes], "k-", linewidth=1)
         ax[0].set_ylabel("ACK latency p99 (ms)")
         ax[0].grid(True, alpha=0.3)
         ax[1].plot(xs, [m["true_loss_pct"] for m in minutes], "tab:red", linewidth=1)
-        ax[1].set_ylabel("true loss (%)")
-        ax[1].set_xlabel("minute of the run (first transmission)")
+        label(ax[1], ylabel="true loss (%)", xlabel="minute of the run (first transmission)")
         ax[1].grid(True, alpha=0.3)
         ax[0].set_title("60 thin (LT+MFR) vs 10 greedy, pfifo: per-minute series", fontsize=10)
-        fig.tight_layout()
-        img.mkdir(parents=True, exist_ok=True)
-        fig.savefig(img / "thin-stability-2h.png")
-        plt.close(fig)
+        save(fig, img / "thin-stability-2h.png", dpi=None)
     return "\n".join(t)
 
 
@@ -1020,7 +796,7 @@ COMMITTED = [
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="thin_streams", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m wirelab.repro.thin_streams", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("gen", help="write one scenario")
     g.add_argument("--thin", type=int, default=10)
@@ -1031,10 +807,11 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--seed", type=int, default=1)
     g.add_argument("--vthin", type=int, default=0, help="vanilla thin streams beside the tested ones")
     g.add_argument("-o", "--output", default="-")
-    c = sub.add_parser("commit-scenarios", help="write the representative scenarios")
-    c.add_argument("--dir", default="scenarios/thin-streams")
+    c = sub.add_parser("commit-scenarios", help="write the representative scenarios (the checkout's are in "
+                       "scenarios/thin-streams)")
+    c.add_argument("--dir", type=Path, required=True)
     m = sub.add_parser("matrix", help="run N thin vs N greedy × configs × queues × seeds")
-    m.add_argument("--out", required=True)
+    add_out(m, "thin_streams")
     m.add_argument("--ns", default="1,5,10,20,30")
     m.add_argument("--configs", default=",".join(CONFIGS))
     m.add_argument("--queue-n", type=int, default=10)
@@ -1051,7 +828,7 @@ def main(argv: list[str] | None = None) -> int:
     ns_.add_argument("--img", default=None)
     st = sub.add_parser("stability", help="run the 2-hour stability scenario (or --duration) and "
                         "print per-window latency/loss/goodput")
-    st.add_argument("--out", required=True)
+    add_out(st, "thin_streams")
     st.add_argument("--duration", default=STABILITY["duration"])
     st.add_argument("--seed", type=int, default=1)
     st.add_argument("--window", default="600", help="window in seconds (default 600)")
@@ -1062,6 +839,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--cdf-ns", default="10,30")
     r.add_argument("--queue-n", type=int, default=10)
     a = ap.parse_args(argv)
+    if a.cmd in ("matrix", "stability"):
+        stamp(a.out, "thin_streams", argv)
     if a.cmd == "gen":
         t = generate(a.thin, a.greedy, a.config, a.queue, a.duration, a.seed, vthin=a.vthin)
         if a.output == "-":
@@ -1069,7 +848,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             Path(a.output).write_text(t)
     elif a.cmd == "commit-scenarios":
-        d = Path(a.dir)
+        d = a.dir
         d.mkdir(parents=True, exist_ok=True)
         for th, gr, cf, q in COMMITTED:
             (d / f"thin{th}-greedy{gr}-{cf}-{q}.toml").write_text(generate(th, gr, cf, q))
@@ -1080,13 +859,13 @@ def main(argv: list[str] | None = None) -> int:
     elif a.cmd == "matrix":
         ns = [int(x) for x in a.ns.split(",") if x]
         cells = matrix_cells(ns, a.configs.split(","), a.queue_n, a.queues.split(","))
-        run_matrix(Path(a.out), cells, [int(s) for s in a.seeds.split(",")], a.duration, a.jobs, a.greedy,
+        run_matrix(a.out, cells, [int(s) for s in a.seeds.split(",")], a.duration, a.jobs, a.greedy,
                    a.vthin)
     elif a.cmd == "n-sweep":
         print(n_sweep([Path(x) for x in a.dirs], a.queue, Path(a.img) if a.img else None))
     elif a.cmd == "stability":
-        out = Path(a.out)
-        scn = generate(STABILITY["thin"], STABILITY["greedy"], STABILITY["config"], STABILITY["queue"],
+        out = a.out
+        scn = scenario(STABILITY["thin"], STABILITY["greedy"], STABILITY["config"], STABILITY["queue"],
                        a.duration, a.seed, name="thin-stability-2h")
         info = run_one(scn, out, a.seed)
         print(f"run {info['run_s']:.0f} s wall, analyze {info['analyze_s']:.0f} s wall", file=sys.stderr)

@@ -117,7 +117,8 @@ def _validate(spec: SweepSpec, runs: List[RunSpec]) -> None:
             err = translate(e)
             if isinstance(err, ScenarioError):
                 where = ", ".join(f"{k}={v!r}" for k, v in r.params.items()) or "fixed settings"
-                raise ScenarioError(f"{err}\n  (in sweep run with {where})") from None
+                raise ScenarioError(f"{err}\n  (in sweep run with {where})", file=err.file, line=err.line,
+                                    col=err.col, key=err.key, reason=err.reason) from None
             raise err from None
 
 

@@ -200,17 +200,18 @@ fn rto_estimator_linux_formula() {
     let conn = p.a.conn_for_test(c).unwrap();
     // fresh estimator: first sample 100 ms -> srtt 100, rttvar = max(2*m/... , rto_min)
     let mut fresh = crate::conn::Conn::new_active(&cfg, c, "10.0.0.1:1".parse().unwrap(), "10.0.0.2:2".parse().unwrap(), Instant::ZERO, 1, 0);
-    fresh.rtt_estimator(&cfg, 100_000);
-    fresh.t_set_rto(&cfg);
-    assert_eq!(fresh.t_srtt_us() >> 3, 100_000);
-    assert_eq!(fresh.t_rttvar_us(), 200_000); // max(mdev=2m/4*4, rto_min)
+    let snd = crate::wire::SeqNumber(2);
+    fresh.t_rtt().estimate(&cfg, 100_000, snd, snd);
+    fresh.t_rtt().set_rto(&cfg);
+    assert_eq!(fresh.t_rtt().srtt_us >> 3, 100_000);
+    assert_eq!(fresh.t_rtt().rttvar_us, 200_000); // max(mdev=2m/4*4, rto_min)
     assert_eq!(fresh.t_rto(), ms(300));
     // short RTT: RTO = SRTT + 200 ms (rto_min floors rttvar), not max(200, srtt + 4 rttvar)
     let mut f2 = crate::conn::Conn::new_active(&cfg, c, "10.0.0.1:1".parse().unwrap(), "10.0.0.2:2".parse().unwrap(), Instant::ZERO, 1, 0);
     for _ in 0..50 {
-        f2.rtt_estimator(&cfg, 10_000);
+        f2.t_rtt().estimate(&cfg, 10_000, snd, snd);
     }
-    f2.t_set_rto(&cfg);
+    f2.t_rtt().set_rto(&cfg);
     assert_eq!(f2.t_rto(), ms(210));
     // the real connection after the handshake: ~40 ms -> ~240 ms
     let rto = conn.info().rto_us;
@@ -570,7 +571,7 @@ fn integrity_under_loss_sack_and_newreno() {
     assert!((info.total_retrans as u64) < drops * 2 + 10, "retrans {} drops {drops}", info.total_retrans);
     let mut nosack = TcpConfig::default();
     nosack.tcp_sack = false;
-    nosack.tcp_congestion_control = crate::CongestionAlgo::Reno;
+    nosack.tcp_congestion_control = crate::CongestionAlgo::RENO;
     integrity_run(nosack, 0.02, 72);
     integrity_run(TcpConfig::profile("freebsd-4.10").unwrap(), 0.01, 73);
     integrity_run(TcpConfig::profile("linux-2.2").unwrap(), 0.01, 74);

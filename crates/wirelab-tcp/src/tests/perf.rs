@@ -15,7 +15,7 @@ fn cfg(algo: CongestionAlgo) -> TcpConfig {
 fn cubic_single_flow_utilisation() {
     let rate = 10_000_000u64;
     let bdp_pkts = (rate as f64 * 0.040 / 8.0 / 1500.0).round() as usize;
-    let mut p = Pair::new(cfg(CongestionAlgo::Cubic), cfg(CongestionAlgo::Cubic), rate, Duration::from_millis(20), bdp_pkts, 21);
+    let mut p = Pair::new(cfg(CongestionAlgo::CUBIC), cfg(CongestionAlgo::CUBIC), rate, Duration::from_millis(20), bdp_pkts, 21);
     let (c, s) = p.connect(5001);
     p.sinks.push((false, s, 0, false));
     p.bulk.push((true, c, u64::MAX));
@@ -46,7 +46,7 @@ fn cubic_single_flow_utilisation() {
 
 fn mathis_run(p_loss: f64, seed: u64) -> (f64, f64) {
     let rate = 100_000_000u64;
-    let mut pr = Pair::new(cfg(CongestionAlgo::Reno), cfg(CongestionAlgo::Reno), rate, Duration::from_millis(20), 10_000, seed);
+    let mut pr = Pair::new(cfg(CongestionAlgo::RENO), cfg(CongestionAlgo::RENO), rate, Duration::from_millis(20), 10_000, seed);
     let (c, s) = pr.connect(5001);
     pr.ab.loss = p_loss;
     pr.sinks.push((false, s, 0, false));
@@ -84,7 +84,7 @@ fn reno_random_loss_mathis() {
 #[test]
 fn cubic_two_flows_fair() {
     let rate = 10_000_000u64;
-    let mut p = Pair::new(cfg(CongestionAlgo::Cubic), cfg(CongestionAlgo::Cubic), rate, Duration::from_millis(20), 33, 41);
+    let mut p = Pair::new(cfg(CongestionAlgo::CUBIC), cfg(CongestionAlgo::CUBIC), rate, Duration::from_millis(20), 33, 41);
     let (c1, s1) = p.connect(5001);
     p.sinks.push((false, s1, 0, false));
     p.bulk.push((true, c1, u64::MAX));
@@ -107,7 +107,7 @@ fn cubic_two_flows_fair() {
 /// flows over 1 Gbit/s; counts delivered data segments per wall-clock second, including
 /// the harness's own costs.
 fn bench_flows(n: u16, rate: u64, secs: u64) {
-    let mut p = Pair::new(cfg(CongestionAlgo::Cubic), cfg(CongestionAlgo::Cubic), rate, Duration::from_millis(10), 4000, 51);
+    let mut p = Pair::new(cfg(CongestionAlgo::CUBIC), cfg(CongestionAlgo::CUBIC), rate, Duration::from_millis(10), 4000, 51);
     let mut socks = Vec::new();
     for (c, s) in p.connect_many(6000, n as usize) {
         p.sinks.push((false, s, 0, false));

@@ -1,198 +1,16 @@
-//! Congestion control, shaped like Linux `struct tcp_congestion_ops` (include/net/tcp.h):
-//! `ssthresh`, `cong_avoid`, `set_state`, `cwnd_event`, `pkts_acked`.
-//!
-//! Built-ins are an enum for static dispatch. [`CcSock`] is the part of `tcp_sock` a
-//! module may read or write (cwnd in packets, as Linux).
-use crate::config::{CongestionAlgo, CubicParams};
+//! CUBIC with HyStart, mirroring net/ipv4/tcp_cubic.c (Linux 6.x): `bictcp_update()`
+//! with an exact integer cube root, fast convergence, TCP friendliness, the
+//! `cubictcp_cwnd_event(TX_START)` epoch shift, and the HyStart ACK-train and delay
+//! detectors with the era's `HYSTART_DELAY_MIN` (module parameters in [`CubicParams`]).
+use super::{AckSample, CaEvent, CaState, CcModule, CcSock, CongestionOps};
+use crate::config::{CubicParams, TcpConfig};
 use crate::wire::SeqNumber;
 
-/// `TCP_INFINITE_SSTHRESH`.
-pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+/// Registry entry.
+pub const MODULE: CcModule = CcModule { name: "cubic", new: new_module };
 
-/// Congestion-avoidance state (`enum tcp_ca_state`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum CaState {
-    /// Nothing bad has been seen.
-    Open = 0,
-    /// Dupacks/SACKs seen, no loss yet.
-    Disorder = 1,
-    /// cwnd reduced for ECN/local congestion.
-    Cwr = 2,
-    /// Fast recovery.
-    Recovery = 3,
-    /// RTO recovery.
-    Loss = 4,
-}
-
-impl CaState {
-    /// Name as `ss -ti` prints it.
-    pub fn name(self) -> &'static str {
-        match self {
-            CaState::Open => "open",
-            CaState::Disorder => "disorder",
-            CaState::Cwr => "cwr",
-            CaState::Recovery => "recovery",
-            CaState::Loss => "loss",
-        }
-    }
-}
-
-/// Events passed to `cwnd_event` (`enum tcp_ca_event`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CaEvent {
-    /// First transmit when no packets in flight.
-    TxStart,
-    /// Congestion window restart after idle.
-    CwndRestart,
-    /// RTO loss.
-    Loss,
-}
-
-/// The congestion-relevant part of `struct tcp_sock`.
-#[derive(Clone, Copy, Debug)]
-pub struct CcSock {
-    /// `snd_cwnd` (packets).
-    pub snd_cwnd: u32,
-    /// `snd_ssthresh` (packets).
-    pub snd_ssthresh: u32,
-    /// `snd_cwnd_cnt`: AI accumulator.
-    pub snd_cwnd_cnt: u32,
-    /// `snd_cwnd_clamp`.
-    pub snd_cwnd_clamp: u32,
-    /// `snd_una` at the time of the call.
-    pub snd_una: SeqNumber,
-    /// `snd_nxt` at the time of the call.
-    pub snd_nxt: SeqNumber,
-    /// `tcp_is_cwnd_limited()` at the time of the call.
-    pub cwnd_limited: bool,
-    /// Now, in jiffies (`tcp_jiffies32`).
-    pub jiffies: u32,
-    /// Now, in microseconds (`tcp_clock_us()`).
-    pub now_us: u64,
-    /// `lsndtime` in jiffies (last data send).
-    pub lsndtime: u32,
-    /// Kernel HZ.
-    pub hz: u32,
-}
-
-impl CcSock {
-    /// `tcp_in_slow_start()`.
-    #[inline]
-    pub fn in_slow_start(&self) -> bool {
-        self.snd_cwnd < self.snd_ssthresh
-    }
-
-    /// `tcp_in_initial_slowstart()`: ssthresh still "infinite".
-    #[inline]
-    pub fn in_initial_slowstart(&self) -> bool {
-        self.snd_ssthresh >= TCP_INFINITE_SSTHRESH
-    }
-
-    /// `tcp_slow_start()`: returns the leftover `acked` once ssthresh is reached.
-    pub fn slow_start(&mut self, acked: u32) -> u32 {
-        let cwnd = self.snd_cwnd.saturating_add(acked).min(self.snd_ssthresh);
-        let left = acked - (cwnd - self.snd_cwnd).min(acked);
-        self.snd_cwnd = cwnd.min(self.snd_cwnd_clamp);
-        left
-    }
-
-    /// `tcp_cong_avoid_ai()`: one packet per `w` acked.
-    pub fn cong_avoid_ai(&mut self, w: u32, acked: u32) {
-        let w = w.max(1);
-        if self.snd_cwnd_cnt >= w {
-            self.snd_cwnd_cnt = 0;
-            self.snd_cwnd += 1;
-        }
-        self.snd_cwnd_cnt += acked;
-        if self.snd_cwnd_cnt >= w {
-            let delta = self.snd_cwnd_cnt / w;
-            self.snd_cwnd_cnt -= delta * w;
-            self.snd_cwnd += delta;
-        }
-        self.snd_cwnd = self.snd_cwnd.min(self.snd_cwnd_clamp);
-    }
-}
-
-/// A built-in congestion-control module.
-#[derive(Clone, Debug)]
-pub enum CongCtl {
-    /// `tcp_reno`.
-    Reno,
-    /// `tcp_cubic`.
-    Cubic(Box<Cubic>),
-}
-
-impl CongCtl {
-    /// `init()` for a new connection.
-    pub fn new(algo: CongestionAlgo, params: &CubicParams, tp: &CcSock) -> Self {
-        match algo {
-            CongestionAlgo::Reno => CongCtl::Reno,
-            CongestionAlgo::Cubic => CongCtl::Cubic(Box::new(Cubic::new(*params, tp))),
-        }
-    }
-    /// Which algorithm this is.
-    pub fn algo(&self) -> CongestionAlgo {
-        match self {
-            CongCtl::Reno => CongestionAlgo::Reno,
-            CongCtl::Cubic(_) => CongestionAlgo::Cubic,
-        }
-    }
-    /// `ssthresh()`: new slow-start threshold on a congestion event.
-    pub fn ssthresh(&mut self, tp: &CcSock) -> u32 {
-        match self {
-            // tcp_reno_ssthresh
-            CongCtl::Reno => (tp.snd_cwnd >> 1).max(2),
-            CongCtl::Cubic(c) => c.recalc_ssthresh(tp),
-        }
-    }
-    /// `cong_avoid()`: grow cwnd for `acked` delivered packets.
-    pub fn cong_avoid(&mut self, tp: &mut CcSock, acked: u32) {
-        match self {
-            CongCtl::Reno => {
-                // tcp_reno_cong_avoid
-                if !tp.cwnd_limited {
-                    return;
-                }
-                let mut acked = acked;
-                if tp.in_slow_start() {
-                    acked = tp.slow_start(acked);
-                    if acked == 0 {
-                        return;
-                    }
-                }
-                let w = tp.snd_cwnd;
-                tp.cong_avoid_ai(w, acked);
-            }
-            CongCtl::Cubic(c) => c.cong_avoid(tp, acked),
-        }
-    }
-    /// `set_state()`.
-    pub fn set_state(&mut self, tp: &CcSock, new: CaState) {
-        if let CongCtl::Cubic(c) = self {
-            if new == CaState::Loss {
-                c.reset();
-                c.hystart_reset(tp);
-            }
-        }
-    }
-    /// `cwnd_event()`.
-    pub fn cwnd_event(&mut self, tp: &CcSock, ev: CaEvent) {
-        if let CongCtl::Cubic(c) = self {
-            if ev == CaEvent::TxStart {
-                c.on_tx_start(tp);
-            }
-        }
-    }
-    /// `pkts_acked()` with an RTT sample in µs (if any).
-    pub fn pkts_acked(&mut self, tp: &mut CcSock, rtt_us: Option<u64>) {
-        if let CongCtl::Cubic(c) = self {
-            c.acked(tp, rtt_us);
-        }
-    }
-    /// `undo_cwnd()` (tcp_reno_undo_cwnd / cubic uses the same).
-    pub fn undo_cwnd(&self, tp: &CcSock, prior_cwnd: u32) -> u32 {
-        tp.snd_cwnd.max(prior_cwnd)
-    }
+fn new_module(cfg: &TcpConfig) -> Box<dyn CongestionOps> {
+    Box::new(Cubic::new(cfg.cubic))
 }
 
 const BICTCP_BETA_SCALE: u64 = 1024;
@@ -245,13 +63,14 @@ fn icbrt(a: u64) -> u64 {
 }
 
 impl Cubic {
-    fn new(p: CubicParams, tp: &CcSock) -> Self {
+    /// Module state with parameters `p`; `init` must run before use.
+    pub fn new(p: CubicParams) -> Self {
         let beta = p.beta as u64;
         // cubictcp_register()
         let beta_scale = (8 * (BICTCP_BETA_SCALE + beta) / 3 / (BICTCP_BETA_SCALE - beta).max(1)) as u32;
         let cube_rtt_scale = p.bic_scale as u64 * 10;
         let cube_factor = (1u64 << (10 + 3 * BICTCP_HZ)) / (p.bic_scale as u64 * 10).max(1);
-        let mut c = Cubic {
+        Cubic {
             p,
             beta_scale,
             cube_rtt_scale,
@@ -273,12 +92,7 @@ impl Cubic {
             last_ack: 0,
             curr_rtt: 0,
             hystart_found: false,
-        };
-        c.reset();
-        if c.p.hystart {
-            c.hystart_reset(tp);
         }
-        c
     }
 
     /// `bictcp_reset()`.
@@ -472,24 +286,62 @@ impl Cubic {
     }
 }
 
+
+impl CongestionOps for Cubic {
+    fn name(&self) -> &'static str {
+        "cubic"
+    }
+    /// `cubictcp_init()`.
+    fn init(&mut self, tp: &CcSock) {
+        self.reset();
+        if self.p.hystart {
+            self.hystart_reset(tp);
+        }
+    }
+    fn ssthresh(&mut self, tp: &CcSock) -> u32 {
+        self.recalc_ssthresh(tp)
+    }
+    fn cong_avoid(&mut self, tp: &mut CcSock, acked: u32) {
+        Cubic::cong_avoid(self, tp, acked)
+    }
+    /// `cubictcp_state()`.
+    fn set_state(&mut self, tp: &CcSock, new: CaState) {
+        if new == CaState::Loss {
+            self.reset();
+            self.hystart_reset(tp);
+        }
+    }
+    /// `cubictcp_cwnd_event()`.
+    fn cwnd_event(&mut self, tp: &CcSock, ev: CaEvent) {
+        if ev == CaEvent::TxStart {
+            self.on_tx_start(tp);
+        }
+    }
+    fn pkts_acked(&mut self, tp: &mut CcSock, sample: &AckSample) {
+        self.acked(tp, sample.rtt_us);
+    }
+    /// `tcp_reno_undo_cwnd()`, as CUBIC uses it.
+    fn undo_cwnd(&mut self, tp: &CcSock) -> u32 {
+        tp.snd_cwnd.max(tp.prior_cwnd)
+    }
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
 
     fn sock() -> CcSock {
-        CcSock {
-            snd_cwnd: 10,
-            snd_ssthresh: TCP_INFINITE_SSTHRESH,
-            snd_cwnd_cnt: 0,
-            snd_cwnd_clamp: u32::MAX,
-            snd_una: SeqNumber(0),
-            snd_nxt: SeqNumber(0),
-            cwnd_limited: true,
-            jiffies: 1,
-            now_us: 1000,
-            lsndtime: 0,
-            hz: 1000,
-        }
+        let mut tp = CcSock::new(10, 1000);
+        tp.cwnd_limited = true;
+        tp.jiffies = 1;
+        tp.now_us = 1000;
+        tp
+    }
+
+    fn cubic(tp: &CcSock) -> Cubic {
+        let mut c = Cubic::new(CubicParams::default());
+        c.init(tp);
+        c
     }
 
     #[test]
@@ -501,31 +353,14 @@ mod test {
     }
 
     #[test]
-    fn reno_slow_start_then_ai() {
-        let mut tp = sock();
-        let mut cc = CongCtl::Reno;
-        cc.cong_avoid(&mut tp, 10);
-        assert_eq!(tp.snd_cwnd, 20);
-        tp.snd_ssthresh = 20;
-        for _ in 0..20 {
-            cc.cong_avoid(&mut tp, 1);
-        }
-        assert_eq!(tp.snd_cwnd, 21);
-        assert_eq!(cc.ssthresh(&tp), 10);
-    }
-
-    #[test]
     fn cubic_beta_and_fast_convergence() {
         let mut tp = sock();
-        let p = CubicParams::default();
-        let mut cc = CongCtl::new(CongestionAlgo::Cubic, &p, &tp);
+        let mut cc = cubic(&tp);
         tp.snd_cwnd = 100;
-        assert_eq!(cc.ssthresh(&tp), 70); // 100*717/1024
+        assert_eq!(CongestionOps::ssthresh(&mut cc, &tp), 70); // 100*717/1024
         tp.snd_cwnd = 80; // below last_max 100: fast convergence
-        cc.ssthresh(&tp);
-        if let CongCtl::Cubic(c) = &cc {
-            assert_eq!(c.last_max_cwnd, 80 * (1024 + 717) / 2048);
-        }
+        CongestionOps::ssthresh(&mut cc, &tp);
+        assert_eq!(cc.last_max_cwnd, 80 * (1024 + 717) / 2048);
     }
 
     #[test]
@@ -533,10 +368,9 @@ mod test {
         // After a loss at W_max=100 and cwnd=70, cubic should regain ~100 at t≈K:
         // K = cbrt(W_max*(1-beta)/C) = cbrt(100*0.3/0.4) ≈ 4.2 s.
         let mut tp = sock();
-        let p = CubicParams::default();
-        let mut cc = CongCtl::new(CongestionAlgo::Cubic, &p, &tp);
+        let mut cc = cubic(&tp);
         tp.snd_cwnd = 100;
-        tp.snd_ssthresh = cc.ssthresh(&tp);
+        tp.snd_ssthresh = CongestionOps::ssthresh(&mut cc, &tp);
         tp.snd_cwnd = tp.snd_ssthresh;
         // ACK clock: one ACK per packet, RTT 100 ms -> cwnd ACKs per 100 ms
         let mut t_ms = 1u64;
@@ -546,7 +380,7 @@ mod test {
             tp.now_us = t_ms * 1000;
             let acks = tp.snd_cwnd as u64;
             for _ in 0..acks {
-                cc.cong_avoid(&mut tp, 1);
+                CongestionOps::cong_avoid(&mut cc, &mut tp, 1);
             }
             if t_ms >= 4200 && at_k == 0 {
                 at_k = tp.snd_cwnd;

@@ -1,14 +1,15 @@
 //! SCTP applications: an iperf3-like client that writes messages greedily (one-to-one
 //! style socket, messages spread round-robin over `streams`), and a server that discards
 //! or echoes what arrives.
-use super::tcp::{AppCtx, AppInput, ClientPhase, PATTERN};
+use crate::socket::{AppCtx, AppInput};
+use crate::tcp::{ClientPhase, PATTERN};
 use std::net::Ipv4Addr;
 use wirelab_core::{Instant, SockEvent};
 use wirelab_sctp::{SockOpt, SocketId};
 
-/// An iperf3-like SCTP client.
+/// An SCTP client as the scenario configures it.
 #[derive(Clone, Debug)]
-pub struct SctpBulk {
+pub struct SctpBulkConfig {
     /// Peer addresses (the first is the primary path).
     pub dst: Vec<Ipv4Addr>,
     /// Peer port.
@@ -29,6 +30,13 @@ pub struct SctpBulk {
     pub unordered: bool,
     /// Options set after `connect()`, before the INIT is sent.
     pub opts: Vec<SockOpt>,
+}
+
+/// An iperf3-like SCTP client.
+#[derive(Clone, Debug)]
+pub struct SctpBulk {
+    /// What the scenario configured.
+    pub cfg: SctpBulkConfig,
     /// State.
     pub st: SctpClientState,
 }
@@ -65,18 +73,23 @@ impl Default for SctpClientState {
 }
 
 impl SctpBulk {
+    /// A client that has not connected yet.
+    pub fn new(cfg: SctpBulkConfig) -> Self {
+        SctpBulk { cfg, st: SctpClientState::default() }
+    }
+
     /// Handles one input; returns the next timer to arm.
     pub fn on_input(&mut self, ctx: &mut AppCtx, input: AppInput) -> Option<Instant> {
         match input {
             AppInput::Timer => {
                 if self.st.phase == ClientPhase::Idle {
-                    let locals: Vec<Ipv4Addr> = if self.single_homed { ctx.src.into_iter().collect() } else { ctx.local_addrs.to_vec() };
-                    match ctx.stack.sctp_mut().connect(ctx.now, &locals, &self.dst, self.port) {
+                    let locals: Vec<Ipv4Addr> = if self.cfg.single_homed { ctx.src.into_iter().collect() } else { ctx.local_addrs.to_vec() };
+                    match ctx.sockets.sctp_connect(ctx.now, &locals, &self.cfg.dst, self.cfg.port) {
                         Ok(s) => {
-                            for o in &self.opts {
-                                let _ = ctx.stack.sctp_mut().set_option(s, *o);
+                            for o in &self.cfg.opts {
+                                let _ = ctx.sockets.sctp_set_option(s, *o);
                             }
-                            ctx.stack.own_sctp(s, ctx.app);
+                            ctx.sockets.own_sctp(s, ctx.app);
                             self.st.sock = Some(s);
                             self.st.phase = ClientPhase::Connecting;
                             self.st.t_start = Some(ctx.now);
@@ -86,7 +99,7 @@ impl SctpBulk {
                             self.st.error = Some(e.to_string());
                         }
                     }
-                    return self.stop;
+                    return self.cfg.stop;
                 }
                 if self.st.phase == ClientPhase::Sending {
                     self.finish(ctx);
@@ -106,7 +119,7 @@ impl SctpBulk {
                         }
                     }
                     SockEvent::Readable | SockEvent::PeerClosed => {
-                        while let Ok(Some(r)) = ctx.stack.sctp_mut().recv_discard(ctx.now, s, usize::MAX) {
+                        while let Ok(Some(r)) = ctx.sockets.sctp_recv_discard(ctx.now, s, usize::MAX) {
                             if r.len == 0 {
                                 break;
                             }
@@ -125,7 +138,7 @@ impl SctpBulk {
                     }
                     SockEvent::Incoming => {}
                 }
-                if let Some(i) = ctx.stack.sctp_mut().info(s) {
+                if let Some(i) = ctx.sockets.sctp_info(s) {
                     if matches!(ev, SockEvent::Closed | SockEvent::Reset | SockEvent::PeerClosed) {
                         self.st.last_info = Some(i);
                     }
@@ -138,19 +151,19 @@ impl SctpBulk {
 
     fn write_more(&mut self, ctx: &mut AppCtx) {
         let Some(s) = self.st.sock else { return };
-        if self.stop.is_some_and(|t| ctx.now >= t) {
+        if self.cfg.stop.is_some_and(|t| ctx.now >= t) {
             self.finish(ctx);
             return;
         }
         loop {
-            let rem = self.bytes.map_or(u64::MAX, |b| b.saturating_sub(self.st.written));
+            let rem = self.cfg.bytes.map_or(u64::MAX, |b| b.saturating_sub(self.st.written));
             if rem == 0 {
                 self.finish(ctx);
                 return;
             }
-            let n = (self.msg_size as u64).min(rem).min(PATTERN.len() as u64).max(1) as usize;
-            let stream = (self.st.msgs % self.streams.max(1) as u64) as u16;
-            match ctx.stack.sctp_mut().send(ctx.now, s, stream, &PATTERN[..n], self.unordered) {
+            let n = (self.cfg.msg_size as u64).min(rem).min(PATTERN.len() as u64).max(1) as usize;
+            let stream = (self.st.msgs % self.cfg.streams.max(1) as u64) as u16;
+            match ctx.sockets.sctp_send(ctx.now, s, stream, &PATTERN[..n], self.cfg.unordered) {
                 Ok(0) => return,
                 Ok(k) => {
                     self.st.written += k as u64;
@@ -167,8 +180,8 @@ impl SctpBulk {
 
     fn finish(&mut self, ctx: &mut AppCtx) {
         if let Some(s) = self.st.sock {
-            self.st.last_info = ctx.stack.sctp_mut().info(s);
-            let _ = ctx.stack.sctp_mut().shutdown(ctx.now, s);
+            self.st.last_info = ctx.sockets.sctp_info(s);
+            let _ = ctx.sockets.sctp_shutdown(ctx.now, s);
         }
         self.st.phase = ClientPhase::Closing;
     }
@@ -202,15 +215,22 @@ pub struct SctpServerConn {
     pub closed: bool,
 }
 
-/// An SCTP server (sink or echo) listening on all of the node's addresses.
+/// An SCTP server as the scenario configures it.
 #[derive(Clone, Debug)]
-pub struct SctpServer {
+pub struct SctpServerConfig {
     /// Port.
     pub port: u16,
     /// Echo what arrives (on the stream it arrived on).
     pub echo: bool,
     /// Options on the listener (inherited).
     pub opts: Vec<SockOpt>,
+}
+
+/// An SCTP server (sink or echo) listening on all of the node's addresses.
+#[derive(Clone, Debug)]
+pub struct SctpServer {
+    /// What the scenario configured.
+    pub cfg: SctpServerConfig,
     /// Listener.
     pub listener: Option<SocketId>,
     /// Associations in accept order.
@@ -220,9 +240,9 @@ pub struct SctpServer {
 }
 
 impl SctpServer {
-    /// A sink on `port`.
-    pub fn new(port: u16) -> Self {
-        SctpServer { port, echo: false, opts: Vec::new(), listener: None, conns: Vec::new(), error: None }
+    /// A server that has not started listening yet.
+    pub fn new(cfg: SctpServerConfig) -> Self {
+        SctpServer { cfg, listener: None, conns: Vec::new(), error: None }
     }
 
     /// Handles one input.
@@ -230,12 +250,12 @@ impl SctpServer {
         match input {
             AppInput::Timer => {
                 if self.listener.is_none() && self.error.is_none() {
-                    match ctx.stack.sctp_mut().listen(ctx.local_addrs, self.port, 128) {
+                    match ctx.sockets.sctp_listen(ctx.local_addrs, self.cfg.port, 128) {
                         Ok(l) => {
-                            for o in &self.opts {
-                                let _ = ctx.stack.sctp_mut().set_option(l, *o);
+                            for o in &self.cfg.opts {
+                                let _ = ctx.sockets.sctp_set_option(l, *o);
                             }
-                            ctx.stack.own_sctp(l, ctx.app);
+                            ctx.sockets.own_sctp(l, ctx.app);
                             self.listener = Some(l);
                         }
                         Err(e) => self.error = Some(e.to_string()),
@@ -245,8 +265,8 @@ impl SctpServer {
             }
             AppInput::Sctp(s, ev) => {
                 if Some(s) == self.listener {
-                    while let Some(c) = ctx.stack.sctp_mut().accept(s) {
-                        ctx.stack.own_sctp(c, ctx.app);
+                    while let Some(c) = ctx.sockets.sctp_accept(s) {
+                        ctx.sockets.own_sctp(c, ctx.app);
                         self.conns.push(SctpServerConn {
                             sock: c,
                             rx_bytes: 0,
@@ -276,7 +296,7 @@ impl SctpServer {
                         let c = &mut self.conns[i];
                         c.closed = true;
                         if c.last_info.is_none() {
-                            c.last_info = ctx.stack.sctp_mut().info(s);
+                            c.last_info = ctx.sockets.sctp_info(s);
                         }
                     }
                     _ => {}
@@ -288,7 +308,7 @@ impl SctpServer {
     }
 
     fn read(&mut self, ctx: &mut AppCtx, i: usize) {
-        use super::tcp::{parse_exchange_header, EXCHANGE_HDR};
+        use crate::tcp::{parse_exchange_header, EXCHANGE_HDR};
         let s = self.conns[i].sock;
         loop {
             if self.conns[i].echo_backlog > 0 || self.conns[i].closed {
@@ -299,7 +319,7 @@ impl SctpServer {
                 // peek the stream's first bytes for a file-transfer exchange header
                 let mut hdr = [0u8; EXCHANGE_HDR];
                 let want = EXCHANGE_HDR - c.rx_bytes as usize;
-                let r = ctx.stack.sctp_mut().recv(ctx.now, s, &mut hdr[..want]);
+                let r = ctx.sockets.sctp_recv(ctx.now, s, &mut hdr[..want]);
                 if let Ok(Some(r)) = r {
                     if let Some((rounds, size)) = parse_exchange_header(&hdr[..r.len]).filter(|_| c.rx_bytes == 0) {
                         c.exchange = Some((rounds, size));
@@ -311,7 +331,7 @@ impl SctpServer {
                 r
             } else {
                 let max = if c.exchange_left > 0 { c.exchange_left as usize } else { 1 << 20 };
-                ctx.stack.sctp_mut().recv_discard(ctx.now, s, max)
+                ctx.sockets.sctp_recv_discard(ctx.now, s, max)
             };
             match got {
                 Ok(Some(r)) if r.len > 0 => {
@@ -329,7 +349,7 @@ impl SctpServer {
                         if let Some((rounds, size)) = c.exchange.filter(|&(r, sz)| r > 0 && sz > 0) {
                             // reply (as one message on stream 0), then expect the next round
                             let n = (size as usize).min(PATTERN.len());
-                            if let Ok(k) = ctx.stack.sctp_mut().send(ctx.now, s, 0, &PATTERN[..n], false) {
+                            if let Ok(k) = ctx.sockets.sctp_send(ctx.now, s, 0, &PATTERN[..n], false) {
                                 c.tx_bytes += k as u64;
                             }
                             let left = rounds - 1;
@@ -338,7 +358,7 @@ impl SctpServer {
                             continue;
                         }
                     }
-                    if self.echo {
+                    if self.cfg.echo {
                         let c = &mut self.conns[i];
                         c.echo_backlog += r.len as u64;
                         self.flush(ctx, i);
@@ -347,8 +367,8 @@ impl SctpServer {
                 Ok(Some(_)) => {
                     // end of stream: the peer shut down
                     let c = &mut self.conns[i];
-                    c.last_info = ctx.stack.sctp_mut().info(s);
-                    ctx.stack.sctp_mut().close(ctx.now, s);
+                    c.last_info = ctx.sockets.sctp_info(s);
+                    ctx.sockets.sctp_close(ctx.now, s);
                     return;
                 }
                 _ => return,
@@ -360,7 +380,7 @@ impl SctpServer {
         let c = &mut self.conns[i];
         while c.echo_backlog > 0 {
             let n = c.echo_backlog.min(16384) as usize;
-            match ctx.stack.sctp_mut().send(ctx.now, c.sock, 0, &PATTERN[..n], false) {
+            match ctx.sockets.sctp_send(ctx.now, c.sock, 0, &PATTERN[..n], false) {
                 Ok(0) | Err(_) => return,
                 Ok(k) => {
                     c.echo_backlog -= k as u64;

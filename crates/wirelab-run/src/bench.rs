@@ -136,7 +136,9 @@ pub fn bench_case(n: u32, rate: &str, duration_s: f64, udp: bool) -> Result<Benc
     })
 }
 
-pub(crate) fn bench(flows: &[u32], rate: &str, duration_s: f64, udp: bool, json: Option<&Path>) -> i32 {
+/// `wirelab bench`: runs every case, prints the table, optionally writes it as JSON; returns
+/// the exit code.
+pub fn bench(flows: &[u32], rate: &str, duration_s: f64, udp: bool, json: Option<&Path>) -> i32 {
     if wirelab_core::units::parse_rate(rate).is_err() {
         eprintln!("error: --rate `{rate}` is not a rate like 10mbit");
         return 2;

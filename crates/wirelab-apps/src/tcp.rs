@@ -4,7 +4,7 @@
 //!
 //! Apps talk to the host's [`TcpEndpoint`](wirelab_tcp::TcpEndpoint) through the socket
 //! calls a real program would make, and react to its [`SockEvent`]s.
-use crate::stack::HostStack;
+use crate::socket::{AppCtx, AppInput, HostSockets};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use wirelab_core::{Duration, Instant, SockEvent};
 use wirelab_tcp::{SockError, SockOpt, SocketId};
@@ -36,31 +36,6 @@ pub fn parse_exchange_header(hdr: &[u8]) -> Option<(u32, u32)> {
     Some((rounds, size))
 }
 
-/// What drives an application.
-#[derive(Clone, Copy, Debug)]
-pub enum AppInput {
-    /// The app's own timer fired.
-    Timer,
-    /// A TCP socket event.
-    Tcp(SocketId, SockEvent),
-    /// An SCTP socket event.
-    Sctp(wirelab_sctp::SocketId, SockEvent),
-}
-
-/// Per-call context handed to an app.
-pub struct AppCtx<'a> {
-    /// Now.
-    pub now: Instant,
-    /// This app's index.
-    pub app: u32,
-    /// The host's stack.
-    pub stack: &'a mut HostStack,
-    /// Source address the routing table picks for the app's destination (clients).
-    pub src: Option<Ipv4Addr>,
-    /// All of the node's interface addresses (SCTP multihoming).
-    pub local_addrs: &'a [Ipv4Addr],
-}
-
 /// Phase of a client connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClientPhase {
@@ -80,12 +55,9 @@ pub enum ClientPhase {
     Failed,
 }
 
-/// A bulk sender: connects at `start`, writes `write_size` chunks greedily until `bytes`
-/// are written or `stop` is reached, then half-closes and waits for the peer's FIN.
-/// With `exchanges > 0` it is the scp-like file transfer: that many request/response
-/// rounds of `exchange_size` bytes precede the data (key exchange, authentication…).
+/// A bulk sender / file transfer as the scenario configures it.
 #[derive(Clone, Debug)]
-pub struct TcpBulk {
+pub struct TcpBulkConfig {
     /// Destination.
     pub dst: SocketAddrV4,
     /// Connect time.
@@ -104,6 +76,16 @@ pub struct TcpBulk {
     pub exchange_size: u32,
     /// The destination node's other addresses (a shim host offers them to SCTP).
     pub dst_alt: Vec<Ipv4Addr>,
+}
+
+/// A bulk sender: connects at `start`, writes `write_size` chunks greedily until `bytes`
+/// are written or `stop` is reached, then half-closes and waits for the peer's FIN.
+/// With `exchanges > 0` it is the scp-like file transfer: that many request/response
+/// rounds of `exchange_size` bytes precede the data (key exchange, authentication…).
+#[derive(Clone, Debug)]
+pub struct TcpBulk {
+    /// What the scenario configured.
+    pub cfg: TcpBulkConfig,
     /// State.
     pub state: ClientState,
 }
@@ -169,27 +151,32 @@ impl ClientState {
     /// Records the handshake's completion and the transport it ended up on.
     fn connected(&mut self, ctx: &mut AppCtx, s: SocketId) {
         self.t_connected = Some(ctx.now);
-        self.transport = ctx.stack.s_transport(s);
+        self.transport = ctx.sockets.transport(s);
     }
 
     /// The peer's FIN: after our own FIN it completes the transfer; closes the socket.
     fn peer_closed(&mut self, ctx: &mut AppCtx, s: SocketId) {
-        self.last_info = ctx.stack.s_info(s).or(self.last_info);
-        self.last_sctp = ctx.stack.s_sctp_stats(s).or(self.last_sctp);
+        keep_final(ctx.sockets, s, &mut self.last_info, &mut self.last_sctp);
         if self.phase == ClientPhase::Closing {
             self.phase = ClientPhase::Done;
             self.t_done = Some(ctx.now);
         }
-        ctx.stack.s_close(ctx.now, s);
+        ctx.sockets.close(ctx.now, s);
     }
 
     /// Reset or refused.
     fn failed(&mut self, ctx: &mut AppCtx, s: SocketId, ev: SockEvent) {
-        self.last_info = ctx.stack.s_info(s).or(self.last_info);
-        self.last_sctp = ctx.stack.s_sctp_stats(s).or(self.last_sctp);
+        keep_final(ctx.sockets, s, &mut self.last_info, &mut self.last_sctp);
         self.phase = ClientPhase::Failed;
         self.error = Some(if ev == SockEvent::Reset { SockError::ConnectionReset } else { SockError::ConnectionRefused });
     }
+}
+
+/// Keeps the latest `tcp_info` (and, for a shim-carried stream, SCTP counters) of `s`:
+/// they outlive the socket in the app's totals.
+pub(crate) fn keep_final(sockets: &dyn HostSockets, s: SocketId, info: &mut Option<wirelab_tcp::TcpInfo>, sctp: &mut Option<wirelab_sctp::AssocStats>) {
+    *info = sockets.info(s).or(*info);
+    *sctp = sockets.sctp_stats(s).or(*sctp);
 }
 
 fn connect(ctx: &mut AppCtx, dst: SocketAddrV4, opts: &[SockOpt], st: &mut ClientState) -> bool {
@@ -204,12 +191,12 @@ fn connect_alt(ctx: &mut AppCtx, dst: SocketAddrV4, dst_alt: &[Ipv4Addr], opts: 
     };
     // options set right after connect() apply before the SYN is built (the engine emits
     // it only on poll_transmit), as a program's setsockopt() before connect() would
-    match ctx.stack.s_connect_multi(ctx.now, src, ctx.local_addrs, dst, dst_alt) {
+    match ctx.sockets.connect(ctx.now, src, ctx.local_addrs, dst, dst_alt) {
         Ok(s) => {
             for o in opts {
-                let _ = ctx.stack.s_set_option(s, o.clone());
+                let _ = ctx.sockets.set_option(s, o.clone());
             }
-            ctx.stack.own_tcp(s, ctx.app);
+            ctx.sockets.own_stream(s, ctx.app);
             st.sock = Some(s);
             st.phase = ClientPhase::Connecting;
             st.t_start = Some(ctx.now);
@@ -231,7 +218,7 @@ fn drain(ctx: &mut AppCtx, s: SocketId, max: usize) -> (u64, bool) {
         if want == 0 {
             return (n, false);
         }
-        match ctx.stack.s_recv_discard(ctx.now, s, want) {
+        match ctx.sockets.recv_discard(ctx.now, s, want) {
             Ok(0) => return (n, true),
             Ok(k) => n += k as u64,
             Err(_) => return (n, false),
@@ -240,16 +227,21 @@ fn drain(ctx: &mut AppCtx, s: SocketId, max: usize) -> (u64, bool) {
 }
 
 impl TcpBulk {
+    /// A client that has not connected yet.
+    pub fn new(cfg: TcpBulkConfig) -> Self {
+        TcpBulk { cfg, state: ClientState::default() }
+    }
+
     /// Handles one input; returns the next timer to arm.
     pub fn on_input(&mut self, ctx: &mut AppCtx, input: AppInput) -> Option<Instant> {
         let st = &mut self.state;
         match input {
             AppInput::Timer => {
                 if st.phase == ClientPhase::Idle {
-                    if !connect_alt(ctx, self.dst, &self.dst_alt, &self.opts, st) {
+                    if !connect_alt(ctx, self.cfg.dst, &self.cfg.dst_alt, &self.cfg.opts, st) {
                         return None;
                     }
-                    return self.stop;
+                    return self.cfg.stop;
                 }
                 // stop time reached: finish writing
                 if st.phase == ClientPhase::Sending {
@@ -261,7 +253,7 @@ impl TcpBulk {
                 match ev {
                     SockEvent::Connected => {
                         st.connected(ctx, s);
-                        if self.exchanges > 0 {
+                        if self.cfg.exchanges > 0 {
                             st.phase = ClientPhase::Exchanging;
                             self.send_exchange(ctx);
                         } else {
@@ -282,7 +274,7 @@ impl TcpBulk {
                             st.pending_reply = st.pending_reply.saturating_sub(n);
                             if st.pending_reply == 0 {
                                 st.rounds += 1;
-                                if st.rounds >= self.exchanges {
+                                if st.rounds >= self.cfg.exchanges {
                                     st.phase = ClientPhase::Sending;
                                     self.write_more(ctx);
                                 } else {
@@ -298,8 +290,7 @@ impl TcpBulk {
                     SockEvent::Reset | SockEvent::ConnectFailed => st.failed(ctx, s, ev),
                     SockEvent::Closed => {
                         if st.last_info.is_none() {
-                            st.last_info = ctx.stack.s_info(s).or(st.last_info);
-                            st.last_sctp = ctx.stack.s_sctp_stats(s).or(st.last_sctp);
+                            keep_final(ctx.sockets, s, &mut st.last_info, &mut st.last_sctp);
                         }
                     }
                     SockEvent::Incoming => {}
@@ -313,26 +304,26 @@ impl TcpBulk {
     fn send_exchange(&mut self, ctx: &mut AppCtx) {
         let st = &mut self.state;
         let Some(s) = st.sock else { return };
-        let size = (self.exchange_size as usize).max(EXCHANGE_HDR);
+        let size = (self.cfg.exchange_size as usize).max(EXCHANGE_HDR);
         let mut msg = [0u8; 1024];
         let size = size.min(msg.len());
         if st.rounds == 0 {
             msg[..4].copy_from_slice(&EXCHANGE_MAGIC);
-            msg[4..8].copy_from_slice(&self.exchanges.to_be_bytes());
+            msg[4..8].copy_from_slice(&self.cfg.exchanges.to_be_bytes());
             msg[8..12].copy_from_slice(&(size as u32).to_be_bytes());
         }
         // small messages always fit an empty send buffer
-        let _ = ctx.stack.s_send(ctx.now, s, &msg[..size]);
+        let _ = ctx.sockets.send(ctx.now, s, &msg[..size]);
         st.pending_reply = size as u64;
     }
 
     fn remaining(&self) -> u64 {
-        self.bytes.map_or(u64::MAX, |b| b.saturating_sub(self.state.written))
+        self.cfg.bytes.map_or(u64::MAX, |b| b.saturating_sub(self.state.written))
     }
 
     fn write_more(&mut self, ctx: &mut AppCtx) {
         let Some(s) = self.state.sock else { return };
-        if self.stop.is_some_and(|t| ctx.now >= t) {
+        if self.cfg.stop.is_some_and(|t| ctx.now >= t) {
             self.finish(ctx);
             return;
         }
@@ -342,8 +333,8 @@ impl TcpBulk {
                 self.finish(ctx);
                 return;
             }
-            let n = (self.write_size as u64).min(rem).min(PATTERN.len() as u64) as usize;
-            match ctx.stack.s_send(ctx.now, s, &PATTERN[..n]) {
+            let n = (self.cfg.write_size as u64).min(rem).min(PATTERN.len() as u64) as usize;
+            match ctx.sockets.send(ctx.now, s, &PATTERN[..n]) {
                 Ok(0) => return, // send buffer full: wait for Writable
                 Ok(k) => {
                     let st = &mut self.state;
@@ -363,7 +354,7 @@ impl TcpBulk {
     fn finish(&mut self, ctx: &mut AppCtx) {
         let st = &mut self.state;
         if let Some(s) = st.sock {
-            let _ = ctx.stack.s_shutdown_write(ctx.now, s);
+            let _ = ctx.sockets.shutdown_write(ctx.now, s);
         }
         st.phase = ClientPhase::Closing;
     }
@@ -404,10 +395,9 @@ pub struct ServerConn {
     pub closed: bool,
 }
 
-/// A server: listens on `port`, accepts every connection, and either discards what
-/// arrives (sink), or echoes it back (echo). A sink may read at a limited rate.
+/// A TCP server as the scenario configures it.
 #[derive(Clone, Debug)]
-pub struct TcpServer {
+pub struct TcpServerConfig {
     /// Local port.
     pub port: u16,
     /// Echo received bytes back.
@@ -418,6 +408,14 @@ pub struct TcpServer {
     pub backlog: u32,
     /// Options set on the listener (inherited by accepted sockets).
     pub opts: Vec<SockOpt>,
+}
+
+/// A server: listens on `port`, accepts every connection, and either discards what
+/// arrives (sink), or echoes it back (echo). A sink may read at a limited rate.
+#[derive(Clone, Debug)]
+pub struct TcpServer {
+    /// What the scenario configured.
+    pub cfg: TcpServerConfig,
     /// Listener socket.
     pub listener: Option<SocketId>,
     /// Connections in accept order.
@@ -434,25 +432,25 @@ pub struct TcpServer {
 const READ_TICK: Duration = Duration::from_millis(10);
 
 impl TcpServer {
-    /// A server on `port`.
-    pub fn new(port: u16) -> Self {
-        TcpServer { port, echo: false, read_rate: None, backlog: 128, opts: Vec::new(), listener: None, conns: Vec::new(), budget: 0.0, last_read: None, error: None }
+    /// A server that has not started listening yet.
+    pub fn new(cfg: TcpServerConfig) -> Self {
+        TcpServer { cfg, listener: None, conns: Vec::new(), budget: 0.0, last_read: None, error: None }
     }
 
     /// Starts listening (called at time zero).
     pub fn start(&mut self, ctx: &mut AppCtx) -> Option<Instant> {
-        let addr = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, self.port);
-        match ctx.stack.s_listen(addr, self.backlog) {
+        let addr = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, self.cfg.port);
+        match ctx.sockets.listen(addr, self.cfg.backlog) {
             Ok(l) => {
-                for o in &self.opts {
-                    let _ = ctx.stack.s_set_option(l, o.clone());
+                for o in &self.cfg.opts {
+                    let _ = ctx.sockets.set_option(l, o.clone());
                 }
-                ctx.stack.own_tcp(l, ctx.app);
+                ctx.sockets.own_stream(l, ctx.app);
                 self.listener = Some(l);
             }
             Err(e) => self.error = Some(e),
         }
-        self.read_rate.map(|_| ctx.now + READ_TICK)
+        self.cfg.read_rate.map(|_| ctx.now + READ_TICK)
     }
 
     fn conn_idx(&self, s: SocketId) -> Option<usize> {
@@ -467,7 +465,7 @@ impl TcpServer {
                 if self.listener.is_none() && self.error.is_none() {
                     return self.start(ctx);
                 }
-                if let Some(rate) = self.read_rate {
+                if let Some(rate) = self.cfg.read_rate {
                     let dt = self.last_read.map_or(READ_TICK, |t| ctx.now - t);
                     self.last_read = Some(ctx.now);
                     // at most one tick of unused budget carries over, like a reader that
@@ -487,9 +485,9 @@ impl TcpServer {
             AppInput::Tcp(s, ev) => {
                 if Some(s) == self.listener {
                     if ev == SockEvent::Incoming {
-                        while let Some(c) = ctx.stack.s_accept(s) {
-                            ctx.stack.own_tcp(c, ctx.app);
-                            let peer = ctx.stack.s_addrs(c).map(|(_, r)| r);
+                        while let Some(c) = ctx.sockets.accept(s) {
+                            ctx.sockets.own_stream(c, ctx.app);
+                            let peer = ctx.sockets.addrs(c).map(|(_, r)| r);
                             self.conns.push(ServerConn {
                                 sock: c,
                                 peer,
@@ -504,7 +502,7 @@ impl TcpServer {
                                 echo_backlog: 0,
                                 last_info: None,
                                 last_sctp: None,
-                                transport: ctx.stack.s_transport(c),
+                                transport: ctx.sockets.transport(c),
                                 closed: false,
                             });
                             // data may already be queued
@@ -524,8 +522,7 @@ impl TcpServer {
                     SockEvent::Reset | SockEvent::Closed => {
                         let c = &mut self.conns[i];
                         if c.last_info.is_none() {
-                            c.last_info = ctx.stack.s_info(s).or(c.last_info);
-                            c.last_sctp = ctx.stack.s_sctp_stats(s).or(c.last_sctp);
+                            keep_final(ctx.sockets, s, &mut c.last_info, &mut c.last_sctp);
                         }
                         c.closed = true;
                     }
@@ -550,7 +547,7 @@ impl TcpServer {
                 return;
             }
             let mut max = usize::MAX;
-            if self.read_rate.is_some() {
+            if self.cfg.read_rate.is_some() {
                 max = self.budget as usize;
                 if max == 0 {
                     return;
@@ -563,7 +560,7 @@ impl TcpServer {
                 // peek the first bytes for a file-transfer exchange header
                 let mut hdr = [0u8; EXCHANGE_HDR];
                 let want = (EXCHANGE_HDR - c.rx_bytes as usize).min(max);
-                match ctx.stack.s_recv(ctx.now, s, &mut hdr[..want]) {
+                match ctx.sockets.recv(ctx.now, s, &mut hdr[..want]) {
                     Ok(0) => (0, true),
                     Ok(k) => {
                         if let Some((rounds, size)) = parse_exchange_header(&hdr[..k]).filter(|_| c.rx_bytes == 0) {
@@ -586,7 +583,7 @@ impl TcpServer {
                 c.first_rx.get_or_insert(ctx.now);
                 c.last_rx = Some(ctx.now);
                 c.rx_bytes += n;
-                if self.read_rate.is_some() {
+                if self.cfg.read_rate.is_some() {
                     self.budget -= n as f64;
                 }
                 if c.exchange_left > 0 {
@@ -594,14 +591,14 @@ impl TcpServer {
                     if c.exchange_left == 0 {
                         if let Some((rounds, size)) = c.exchange {
                             // reply, then expect the next round's message
-                            let _ = ctx.stack.s_send(ctx.now, s, &PATTERN[..size as usize]);
+                            let _ = ctx.sockets.send(ctx.now, s, &PATTERN[..size as usize]);
                             c.tx_bytes += size as u64;
                             let left = rounds.saturating_sub(1);
                             c.exchange = Some((left, size));
                             c.exchange_left = if left > 0 { size as u64 } else { 0 };
                         }
                     }
-                } else if self.echo {
+                } else if self.cfg.echo {
                     c.echo_backlog += n;
                     self.flush_echo(ctx, i);
                 }
@@ -609,10 +606,9 @@ impl TcpServer {
             let c = &mut self.conns[i];
             if eof && !c.eof {
                 c.eof = true;
-                c.last_info = ctx.stack.s_info(s).or(c.last_info);
-                c.last_sctp = ctx.stack.s_sctp_stats(s).or(c.last_sctp);
+                keep_final(ctx.sockets, s, &mut c.last_info, &mut c.last_sctp);
                 // the client half-closed: finish our side (echo data first, then FIN)
-                ctx.stack.s_close(ctx.now, s);
+                ctx.sockets.close(ctx.now, s);
                 c.closed = true;
                 return;
             }
@@ -626,7 +622,7 @@ impl TcpServer {
         let c = &mut self.conns[i];
         while c.echo_backlog > 0 {
             let n = c.echo_backlog.min(PATTERN.len() as u64) as usize;
-            match ctx.stack.s_send(ctx.now, c.sock, &PATTERN[..n]) {
+            match ctx.sockets.send(ctx.now, c.sock, &PATTERN[..n]) {
                 Ok(0) | Err(_) => return,
                 Ok(k) => {
                     c.echo_backlog -= k as u64;
@@ -642,10 +638,9 @@ impl TcpServer {
     }
 }
 
-/// Request/response client: writes `size` bytes, waits for `size` bytes back from an echo
-/// server, records the round-trip time, and repeats every `interval` (or back-to-back).
+/// A request/response client as the scenario configures it.
 #[derive(Clone, Debug)]
-pub struct TcpRr {
+pub struct TcpRrConfig {
     /// Destination (an echo server).
     pub dst: SocketAddrV4,
     /// First request.
@@ -658,6 +653,14 @@ pub struct TcpRr {
     pub interval: Duration,
     /// Options set before `connect()`.
     pub opts: Vec<SockOpt>,
+}
+
+/// Request/response client: writes `size` bytes, waits for `size` bytes back from an echo
+/// server, records the round-trip time, and repeats every `interval` (or back-to-back).
+#[derive(Clone, Debug)]
+pub struct TcpRr {
+    /// What the scenario configured.
+    pub cfg: TcpRrConfig,
     /// Connection state.
     pub state: ClientState,
     /// Start of the outstanding request.
@@ -669,15 +672,20 @@ pub struct TcpRr {
 }
 
 impl TcpRr {
+    /// A client that has not connected yet.
+    pub fn new(cfg: TcpRrConfig) -> Self {
+        TcpRr { cfg, state: ClientState::default(), req_start: None, latencies: Vec::new(), skipped: 0 }
+    }
+
     /// Handles one input; returns the next timer to arm.
     pub fn on_input(&mut self, ctx: &mut AppCtx, input: AppInput) -> Option<Instant> {
         match input {
             AppInput::Timer => {
                 if self.state.phase == ClientPhase::Idle {
-                    connect(ctx, self.dst, &self.opts, &mut self.state);
+                    connect(ctx, self.cfg.dst, &self.cfg.opts, &mut self.state);
                     return None;
                 }
-                if ctx.now >= self.stop {
+                if ctx.now >= self.cfg.stop {
                     return self.finish(ctx);
                 }
                 if self.req_start.is_some() {
@@ -685,7 +693,7 @@ impl TcpRr {
                 } else {
                     self.request(ctx);
                 }
-                (self.interval > Duration::ZERO).then(|| ctx.now + self.interval)
+                (self.cfg.interval > Duration::ZERO).then(|| ctx.now + self.cfg.interval)
             }
             AppInput::Tcp(s, ev) if Some(s) == self.state.sock => {
                 match ev {
@@ -693,8 +701,8 @@ impl TcpRr {
                         self.state.connected(ctx, s);
                         self.state.phase = ClientPhase::Sending;
                         self.request(ctx);
-                        if self.interval > Duration::ZERO {
-                            return Some(ctx.now + self.interval);
+                        if self.cfg.interval > Duration::ZERO {
+                            return Some(ctx.now + self.cfg.interval);
                         }
                     }
                     SockEvent::Readable | SockEvent::PeerClosed => {
@@ -704,8 +712,8 @@ impl TcpRr {
                         if self.state.pending_reply == 0 {
                             if let Some(t0) = self.req_start.take() {
                                 self.latencies.push((ctx.now - t0).as_nanos());
-                                if self.interval == Duration::ZERO {
-                                    if ctx.now >= self.stop {
+                                if self.cfg.interval == Duration::ZERO {
+                                    if ctx.now >= self.cfg.stop {
                                         return self.finish(ctx);
                                     }
                                     self.request(ctx);
@@ -727,8 +735,8 @@ impl TcpRr {
 
     fn request(&mut self, ctx: &mut AppCtx) {
         let Some(s) = self.state.sock else { return };
-        let n = (self.size as usize).min(PATTERN.len());
-        match ctx.stack.s_send(ctx.now, s, &PATTERN[..n]) {
+        let n = (self.cfg.size as usize).min(PATTERN.len());
+        match ctx.sockets.send(ctx.now, s, &PATTERN[..n]) {
             Ok(k) if k > 0 => {
                 self.state.written += k as u64;
                 self.state.pending_reply = k as u64;
@@ -741,7 +749,7 @@ impl TcpRr {
     fn finish(&mut self, ctx: &mut AppCtx) -> Option<Instant> {
         if let Some(s) = self.state.sock {
             if self.state.phase == ClientPhase::Sending {
-                let _ = ctx.stack.s_shutdown_write(ctx.now, s);
+                let _ = ctx.sockets.shutdown_write(ctx.now, s);
                 self.state.phase = ClientPhase::Closing;
             }
         }
@@ -763,11 +771,9 @@ pub enum Itt {
     Replay(Vec<(Duration, u32)>),
 }
 
-/// A thin-stream source (seed system 3): small writes at an inter-transmission time,
-/// application-limited, `TCP_NODELAY` by default; the payload carries an 8-byte write
-/// sequence number and the 8-byte write time so a receiver trace gives application delay.
+/// A thin-stream source as the scenario configures it.
 #[derive(Clone, Debug)]
-pub struct TcpThin {
+pub struct TcpThinConfig {
     /// Destination.
     pub dst: SocketAddrV4,
     /// Connect time.
@@ -780,6 +786,15 @@ pub struct TcpThin {
     pub itt: Itt,
     /// Options set before `connect()`.
     pub opts: Vec<SockOpt>,
+}
+
+/// A thin-stream source (seed system 3): small writes at an inter-transmission time,
+/// application-limited, `TCP_NODELAY` by default; the payload carries an 8-byte write
+/// sequence number and the 8-byte write time so a receiver trace gives application delay.
+#[derive(Clone, Debug)]
+pub struct TcpThin {
+    /// What the scenario configured.
+    pub cfg: TcpThinConfig,
     /// Connection state.
     pub state: ClientState,
     /// Writes made.
@@ -795,18 +810,24 @@ pub struct TcpThin {
 }
 
 impl TcpThin {
+    /// A source that has not connected yet, drawing its write spacing from `rng`.
+    pub fn new(cfg: TcpThinConfig, rng: wirelab_core::Rng) -> Self {
+        let size_next = cfg.size;
+        TcpThin { cfg, state: ClientState::default(), writes: 0, blocked: 0, replay_pos: 0, size_next, rng }
+    }
+
     fn next_gap(&mut self) -> (Duration, u32) {
-        match &self.itt {
-            Itt::Fixed(d) => (*d, self.size),
+        match &self.cfg.itt {
+            Itt::Fixed(d) => (*d, self.cfg.size),
             Itt::Uniform(d, j) => {
                 let lo = d.as_nanos().saturating_sub(j.as_nanos());
                 let span = 2 * j.as_nanos() + 1;
-                (Duration::from_nanos(lo + self.rng.below(span)), self.size)
+                (Duration::from_nanos(lo + self.rng.below(span)), self.cfg.size)
             }
-            Itt::Exponential(d) => (Duration::from_nanos(self.rng.exponential(d.as_nanos() as f64).round() as u64), self.size),
+            Itt::Exponential(d) => (Duration::from_nanos(self.rng.exponential(d.as_nanos() as f64).round() as u64), self.cfg.size),
             Itt::Replay(list) => {
                 if list.is_empty() {
-                    return (Duration::from_millis(100), self.size);
+                    return (Duration::from_millis(100), self.cfg.size);
                 }
                 let (g, s) = list[self.replay_pos % list.len()];
                 self.replay_pos += 1;
@@ -821,13 +842,13 @@ impl TcpThin {
             AppInput::Timer => {
                 match self.state.phase {
                     ClientPhase::Idle => {
-                        connect(ctx, self.dst, &self.opts, &mut self.state);
+                        connect(ctx, self.cfg.dst, &self.cfg.opts, &mut self.state);
                         None
                     }
                     ClientPhase::Sending => {
-                        if ctx.now >= self.stop {
+                        if ctx.now >= self.cfg.stop {
                             if let Some(s) = self.state.sock {
-                                let _ = ctx.stack.s_shutdown_write(ctx.now, s);
+                                let _ = ctx.sockets.shutdown_write(ctx.now, s);
                             }
                             self.state.phase = ClientPhase::Closing;
                             return None;
@@ -877,7 +898,7 @@ impl TcpThin {
         } else {
             &PATTERN[..n]
         };
-        match ctx.stack.s_send(ctx.now, s, msg) {
+        match ctx.sockets.send(ctx.now, s, msg) {
             Ok(k) if k == msg.len() => {
                 self.writes += 1;
                 self.state.written += k as u64;

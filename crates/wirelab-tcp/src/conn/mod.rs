@@ -1,0 +1,533 @@
+//! One TCP connection: the protocol state machine, split like the kernel files it mirrors.
+//!
+//! | module | mirrors | content |
+//! |---|---|---|
+//! | [`input`] | `tcp_input.c` | segment processing per state, `tcp_ack` in named steps, data and out-of-order queue, FIN, quick-ACK / delayed-ACK decisions, receive-space tuning |
+//! | [`output`] | `tcp_output.c` | `tcp_write_xmit`, `tcp_transmit_skb` (`emit`), window selection, SYN/SYN-ACK, pure ACKs, cwnd validation, retransmit queue, loss probe |
+//! | [`recovery`] | `tcp_input.c` (recovery part) | SACK tagging, `tcp_fastretrans_alert`, undo, PRR, CWR, loss marking, early retransmit, TLP |
+//! | [`rack`] | `tcp_recovery.c` | RACK-TLP loss detection |
+//! | [`timer`] | `tcp_timer.c` | RTO, persist, delayed ACK, early-retransmit, loss-probe and socket timers |
+//! | [`socket`] | `tcp.c` | the system-call side: send, recv, setsockopt, close, shutdown, `tcp_info` |
+//! | [`thin`] | thin-stream patches | thin tests, linear timeouts, RDB |
+//!
+//! State that has rules of its own is a part with methods, unit-tested on its own:
+//! [`rtt::RttEstimator`], [`scoreboard::RtxQueue`] (rtx queue + SACK scoreboard),
+//! [`rack::Rack`], [`delack::DelAck`] (`icsk_ack`), [`rcvspace::RcvSpace`],
+//! [`undo::Undo`], [`prr::Prr`], [`rate::RateState`] (`tcp_rate.c`),
+//! [`ofo::OfoQueue`], [`thin::ThinState`]. Parts never call the connection; the
+//! connection's files call parts, and the call direction between them is
+//! socket/timer/input → recovery/rack → output → parts (output only calls back into
+//! recovery to schedule a loss probe, as `tcp_write_xmit()` does).
+//!
+//! Segments are MSS-sized (no TSO/GSO). cwnd and the scoreboard count packets, as Linux.
+use crate::api::{RcvWindowPolicy, SockError, SocketId, TcpState};
+use crate::cc::{CaState, CcSock, CongestionOps};
+use crate::config::TcpConfig;
+use crate::ring::Ring;
+use crate::wire::{SeqNumber, TcpRepr};
+use std::collections::VecDeque;
+use std::net::SocketAddrV4;
+use wirelab_core::{Instant, SockEvent};
+
+mod delack;
+mod input;
+mod ofo;
+mod output;
+mod prr;
+mod rack;
+mod rate;
+mod rcvspace;
+mod recovery;
+mod rtt;
+mod scoreboard;
+mod socket;
+mod thin;
+mod timer;
+mod undo;
+
+pub(crate) use timer::{SkTimer, XmitTimer};
+
+use delack::DelAck;
+use ofo::OfoQueue;
+use prr::Prr;
+use rack::Rack;
+use rate::RateState;
+use rcvspace::RcvSpace;
+use recovery::Tlp;
+use rtt::RttEstimator;
+use scoreboard::{RtxQueue, TxSeg};
+use thin::ThinState;
+use timer::jiffies;
+use undo::Undo;
+
+/// `TCP_MSS_DEFAULT`: assumed peer MSS without an option.
+const TCP_MSS_DEFAULT: u32 = 536;
+/// `TCP_MIN_MSS`.
+const TCP_MIN_MSS: u32 = 88;
+/// `TCP_MAX_WSCALE`.
+const TCP_MAX_WSCALE: u8 = 14;
+/// Timestamp option length on data segments (NOP NOP TS).
+const TCPOLEN_TSTAMP_ALIGNED: u32 = 12;
+
+/// An RST the endpoint must send (`tcp_v4_send_reset`), kept outside the connection so it
+/// survives the connection being freed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RstSpec {
+    pub src: SocketAddrV4,
+    pub dst: SocketAddrV4,
+    pub seq: SeqNumber,
+    pub ack: Option<SeqNumber>,
+    pub tos: u8,
+}
+
+/// Outputs a connection hands to its endpoint during a call.
+pub(crate) struct Out<'a> {
+    pub ev: &'a mut VecDeque<(SocketId, SockEvent)>,
+    pub rst: &'a mut VecDeque<RstSpec>,
+}
+
+/// Per-connection counters shown in `tcp_info`.
+#[derive(Clone, Debug, Default)]
+struct Stats {
+    /// RTO expiries, SYN timeouts included.
+    rto_count: u32,
+    total_retrans: u32,
+    reord_seen: u32,
+    dsack_count: u32,
+    bytes_acked: u64,
+    bytes_received: u64,
+    segs_out: u64,
+    segs_in: u64,
+}
+
+/// A TCP connection.
+pub(crate) struct Conn {
+    pub id: SocketId,
+    pub state: TcpState,
+    pub local: SocketAddrV4,
+    pub remote: SocketAddrV4,
+    pub tos: u8,
+    /// Parent listener while not yet accepted.
+    pub listener: Option<SocketId>,
+    /// The application closed (or never owned) this socket.
+    pub orphan: bool,
+    /// Whether a `Closed`/`Reset` event has been delivered.
+    closed_notified: bool,
+    /// Sticky error reported to the application.
+    pub err: Option<SockError>,
+    // timer-heap bookkeeping for the endpoint
+    pub heap_key: Option<Instant>,
+    pub in_ready: bool,
+
+    // ---- options and negotiated parameters (rx_opt) ----
+    nodelay: bool,
+    /// `TCP_MAXSEG` (`rx_opt.user_mss`), 0 = unset.
+    user_mss: u32,
+    /// Receiver-side window policy (seed 003 rate control).
+    rcv_policy: Option<Box<dyn RcvWindowPolicy>>,
+    sack_ok: bool,
+    tstamp_ok: bool,
+    wscale_ok: bool,
+    snd_wscale: u8,
+    rcv_wscale: u8,
+    ts_offset: u32,
+    ts_recent: u32,
+    saw_tstamp_ecr: u32,
+    advmss: u32,
+    mss_cache: u32,
+    peer_mss: u32,
+
+    // ---- send side ----
+    iss: SeqNumber,
+    snd_una: SeqNumber,
+    snd_nxt: SeqNumber,
+    snd_wnd: u32,
+    snd_wl1: SeqNumber,
+    max_window: u32,
+    snd_sml: SeqNumber,
+    snd_ring: Ring,
+    snd_buf_seq: SeqNumber,
+    sndbuf: u32,
+    sndbuf_locked: bool,
+    write_blocked: bool,
+    fin_queued: bool,
+    fin_sent: bool,
+    tx_syn: bool,
+    syn_xmit: Instant,
+    syn_retrans: bool,
+    tx_probe: bool,
+    tx_wakeup: bool,
+    rtx: RtxQueue,
+    ca_state: CaState,
+    high_seq: SeqNumber,
+    /// The dupthresh (`tp->reordering`).
+    reordering: u32,
+    undo: Undo,
+    prr: Prr,
+    /// F-RTO (RFC 5682) in progress (`tp->frto`).
+    frto: bool,
+    /// F-RTO step 2b: send new data instead of retransmitting (`REXMIT_NEW`), this ACK.
+    rexmit_new: bool,
+    tlp: Tlp,
+    rack: Rack,
+    thin: ThinState,
+    tp: CcSock,
+    cc: Box<dyn CongestionOps>,
+    // cwnd validation (tcp_cwnd_validate)
+    is_cwnd_limited: bool,
+    max_packets_out: u32,
+    cwnd_usage_seq: SeqNumber,
+    snd_cwnd_used: u32,
+    snd_cwnd_stamp: Instant,
+    lsndtime: Instant,
+    rtt: RttEstimator,
+    /// `icsk_retransmits`.
+    retransmits: u32,
+    /// `retrans_stamp`: first retransmission of the current episode.
+    retrans_stamp: Option<Instant>,
+    /// `icsk_probes_out`.
+    probes_out: u32,
+    rate: RateState,
+
+    // ---- receive side ----
+    irs: SeqNumber,
+    rcv_nxt: SeqNumber,
+    rcv_wnd: u32,
+    rcv_wup: SeqNumber,
+    copied_seq: SeqNumber,
+    rcv_ssthresh: u32,
+    window_clamp: u32,
+    rcvbuf: u32,
+    rcvbuf_locked: bool,
+    user_window_clamp: u32,
+    rcv_ring: Ring,
+    ofo: OfoQueue,
+    fin_rcvd: Option<SeqNumber>,
+    peer_fin: bool,
+    readable_signaled: bool,
+    ack: DelAck,
+    rcvq: RcvSpace,
+
+    // ---- timers (the delayed-ACK timer is in `ack`) ----
+    xmit_timer: Option<(Instant, XmitTimer)>,
+    sk_timer: Option<(Instant, SkTimer)>,
+
+    stats: Stats,
+}
+
+impl Conn {
+    fn base(
+        cfg: &TcpConfig,
+        id: SocketId,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        now: Instant,
+        iss: u32,
+        ts_offset: u32,
+    ) -> Conn {
+        let iss = SeqNumber(iss);
+        let mut tp = CcSock::new(cfg.init_cwnd.max(1), cfg.hz);
+        tp.snd_una = iss;
+        tp.snd_nxt = iss;
+        tp.jiffies = jiffies(cfg, now);
+        tp.now_us = now.as_nanos() / 1000;
+        tp.lsndtime = jiffies(cfg, now);
+        let cc = cfg.tcp_congestion_control.instantiate(cfg, &tp);
+        Conn {
+            id,
+            state: TcpState::Closed,
+            local,
+            remote,
+            tos: 0,
+            listener: None,
+            orphan: false,
+            closed_notified: false,
+            err: None,
+            heap_key: None,
+            in_ready: false,
+            nodelay: false,
+            user_mss: 0,
+            rcv_policy: None,
+            sack_ok: false,
+            tstamp_ok: false,
+            wscale_ok: false,
+            snd_wscale: 0,
+            rcv_wscale: 0,
+            ts_offset,
+            ts_recent: 0,
+            saw_tstamp_ecr: 0,
+            advmss: cfg.advmss(),
+            mss_cache: TCP_MSS_DEFAULT,
+            peer_mss: TCP_MSS_DEFAULT,
+            iss,
+            snd_una: iss,
+            snd_nxt: iss,
+            snd_wnd: 0,
+            snd_wl1: SeqNumber(0),
+            max_window: 0,
+            snd_sml: iss,
+            snd_ring: Ring::default(),
+            snd_buf_seq: iss + 1,
+            sndbuf: cfg.tcp_wmem[1],
+            sndbuf_locked: false,
+            write_blocked: false,
+            fin_queued: false,
+            fin_sent: false,
+            tx_syn: false,
+            syn_xmit: now,
+            syn_retrans: false,
+            tx_probe: false,
+            tx_wakeup: false,
+            rtx: RtxQueue::new(iss),
+            ca_state: CaState::Open,
+            high_seq: iss,
+            reordering: cfg.tcp_reordering.max(1),
+            undo: Undo::default(),
+            prr: Prr::default(),
+            frto: false,
+            rexmit_new: false,
+            tlp: Tlp::default(),
+            rack: Rack::new(iss),
+            thin: ThinState::default(),
+            tp,
+            cc,
+            is_cwnd_limited: false,
+            max_packets_out: 0,
+            cwnd_usage_seq: iss,
+            snd_cwnd_used: 0,
+            snd_cwnd_stamp: now,
+            lsndtime: now,
+            rtt: RttEstimator::new(cfg.rto_init, iss),
+            retransmits: 0,
+            retrans_stamp: None,
+            probes_out: 0,
+            rate: RateState::new(now),
+            irs: SeqNumber(0),
+            rcv_nxt: SeqNumber(0),
+            rcv_wnd: 0,
+            rcv_wup: SeqNumber(0),
+            copied_seq: SeqNumber(0),
+            rcv_ssthresh: 0,
+            window_clamp: 0,
+            rcvbuf: cfg.tcp_rmem[1],
+            rcvbuf_locked: false,
+            user_window_clamp: 0,
+            rcv_ring: Ring::default(),
+            ofo: OfoQueue::default(),
+            fin_rcvd: None,
+            peer_fin: false,
+            readable_signaled: false,
+            ack: DelAck::new(cfg, now, TCP_MSS_DEFAULT),
+            rcvq: RcvSpace::new(now),
+            xmit_timer: None,
+            sk_timer: None,
+            stats: Stats::default(),
+        }
+    }
+
+    /// An active open (`tcp_connect`): SYN pending.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new_active(
+        cfg: &TcpConfig,
+        id: SocketId,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        now: Instant,
+        iss: u32,
+        ts_offset: u32,
+    ) -> Conn {
+        let mut c = Conn::base(cfg, id, local, remote, now, iss, ts_offset);
+        c.state = TcpState::SynSent;
+        c.wscale_ok = cfg.tcp_window_scaling;
+        c.select_initial_window(cfg);
+        c.tx_syn = true;
+        c
+    }
+
+    /// A passive child created from a SYN (`tcp_create_openreq_child`): SYN-ACK pending.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new_passive(
+        cfg: &TcpConfig,
+        id: SocketId,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        now: Instant,
+        iss: u32,
+        ts_offset: u32,
+        syn: &TcpRepr,
+        listener: SocketId,
+        tos: u8,
+    ) -> Conn {
+        let mut c = Conn::base(cfg, id, local, remote, now, iss, ts_offset);
+        c.state = TcpState::SynRecv;
+        c.listener = Some(listener);
+        c.tos = tos;
+        c.irs = syn.seq;
+        c.rcv_nxt = syn.seq + 1;
+        c.rcv_wup = c.rcv_nxt;
+        c.copied_seq = c.rcv_nxt;
+        c.negotiate(cfg, syn);
+        c.snd_wnd = syn.window as u32;
+        c.snd_wl1 = syn.seq;
+        c.select_initial_window(cfg);
+        c.tx_syn = true;
+        c
+    }
+
+    /// Options of the peer's SYN (`tcp_parse_options`, `tcp_sync_mss`,
+    /// `tcp_initialize_rcv_mss`).
+    fn negotiate(&mut self, cfg: &TcpConfig, syn: &TcpRepr) {
+        self.sack_ok = cfg.tcp_sack && syn.sack_permitted;
+        self.tstamp_ok = cfg.tcp_timestamps && syn.timestamp.is_some();
+        self.wscale_ok = cfg.tcp_window_scaling && syn.window_scale.is_some();
+        self.snd_wscale = if self.wscale_ok { syn.window_scale.unwrap_or(0).min(TCP_MAX_WSCALE) } else { 0 };
+        if let Some((v, _)) = syn.timestamp {
+            self.ts_recent = v;
+        }
+        self.peer_mss = syn.mss.map(|m| m as u32).unwrap_or(TCP_MSS_DEFAULT).max(TCP_MIN_MSS);
+        self.sync_mss();
+        if !self.wscale_ok {
+            self.rcv_wscale = 0;
+        }
+    }
+
+    /// `tcp_sync_mss()`: min(pmtu − 40, mss_clamp) minus option space (advmss already
+    /// includes `TCP_MAXSEG`), then `tcp_initialize_rcv_mss()`.
+    fn sync_mss(&mut self) {
+        let ts = if self.tstamp_ok { TCPOLEN_TSTAMP_ALIGNED } else { 0 };
+        self.mss_cache = self.peer_mss.min(self.advmss).saturating_sub(ts).max(48);
+        let hint = self.advmss.min(self.mss_cache).min(self.rcv_wnd.max(2 * TCP_MIN_MSS) / 2);
+        self.ack.rcv_mss = hint.clamp(TCP_MIN_MSS, TCP_MSS_DEFAULT);
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Helpers shared by the files
+    // ------------------------------------------------------------------------------------
+
+    /// `tcp_packets_in_flight()`.
+    #[inline]
+    fn in_flight(&self) -> u32 {
+        self.rtx.in_flight()
+    }
+    #[inline]
+    fn write_seq(&self) -> SeqNumber {
+        self.snd_buf_seq + self.snd_ring.len() as u32
+    }
+    /// Bytes written but not yet sent.
+    fn unsent(&self) -> u32 {
+        self.write_seq().dist(self.snd_nxt)
+    }
+    fn has_unsent(&self) -> bool {
+        self.unsent() > 0 || (self.fin_queued && !self.fin_sent)
+    }
+    fn synchronized(&self) -> bool {
+        !matches!(self.state, TcpState::Closed | TcpState::Listen | TcpState::SynSent | TcpState::SynRecv)
+    }
+    /// Our timestamp clock (ms, with the per-connection offset).
+    fn ts_now(&self, now: Instant) -> u32 {
+        ((now.as_nanos() / 1_000_000) as u32).wrapping_add(self.ts_offset)
+    }
+    /// Refreshes the congestion module's view of the socket.
+    fn sync_tp(&mut self, cfg: &TcpConfig, now: Instant) {
+        self.tp.snd_una = self.snd_una;
+        self.tp.snd_nxt = self.snd_nxt;
+        self.tp.jiffies = jiffies(cfg, now);
+        self.tp.now_us = now.as_nanos() / 1000;
+        self.tp.lsndtime = jiffies(cfg, self.lsndtime);
+        self.tp.cwnd_limited = self.tcp_is_cwnd_limited();
+    }
+    /// `tcp_is_cwnd_limited()`.
+    fn tcp_is_cwnd_limited(&self) -> bool {
+        if self.is_cwnd_limited {
+            return true;
+        }
+        if self.tp.in_slow_start() {
+            return self.tp.snd_cwnd < 2 * self.max_packets_out;
+        }
+        false
+    }
+    /// `tcp_set_ca_state()`.
+    fn set_ca_state(&mut self, s: CaState) {
+        if self.ca_state != s {
+            self.cc.set_state(&self.tp, s);
+            self.ca_state = s;
+        }
+    }
+    /// Sndbuf capacity in payload bytes: we model `truesize` as twice the payload, so a
+    /// buffer of `sk_sndbuf` holds `sk_sndbuf / 2` bytes of data.
+    fn sndbuf_payload(&self) -> u32 {
+        self.sndbuf / 2
+    }
+    fn notify(&mut self, out: &mut Out, e: SockEvent) {
+        if self.orphan {
+            return;
+        }
+        out.ev.push_back((self.id, e));
+    }
+
+    /// Earliest armed timer.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let mut t = self.xmit_timer.map(|(t, _)| t);
+        for c in [self.ack.timer, self.sk_timer.map(|(t, _)| t)].into_iter().flatten() {
+            t = Some(t.map_or(c, |x: Instant| x.min(c)));
+        }
+        t
+    }
+
+    /// Approximate heap + struct bytes held by this connection.
+    pub fn memory_bytes(&self) -> usize {
+        core::mem::size_of::<Conn>()
+            + self.snd_ring.capacity()
+            + self.rcv_ring.capacity()
+            + self.rtx.q.capacity() * core::mem::size_of::<TxSeg>()
+            + self.ofo.ranges.capacity() * core::mem::size_of::<(SeqNumber, SeqNumber)>()
+            + self.cc.mem_size()
+    }
+
+    /// True if the connection may have something to transmit right now.
+    pub fn wants_transmit(&self) -> bool {
+        self.ack.send_now
+            || self.tx_syn
+            || self.tx_probe
+            || self.tx_wakeup
+            || self.tlp.pending
+            || (self.synchronized() && (self.has_unsent() || self.rtx.lost_out > self.rtx.retrans_out))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_access {
+    //! Crate-internal access for unit tests in other modules.
+    use super::*;
+    use wirelab_core::Duration;
+    impl Conn {
+        pub fn t_rtt(&mut self) -> &mut RttEstimator {
+            &mut self.rtt
+        }
+        pub fn t_rto(&self) -> Duration {
+            self.rtt.rto
+        }
+        pub fn t_seqs(&self) -> (SeqNumber, SeqNumber, SeqNumber) {
+            (self.rcv_nxt, self.snd_una, self.snd_nxt)
+        }
+        /// Leaves initial slow start (as after an earlier loss): sets cwnd and ssthresh.
+        pub fn t_set_cwnd(&mut self, cwnd: u32, ssthresh: u32) {
+            self.tp.snd_cwnd = cwnd;
+            self.tp.snd_ssthresh = ssthresh;
+        }
+        /// `__tcp_select_window()` with `used` bytes queued in a buffer of `rcvbuf`.
+        pub fn t_window_with(&mut self, cfg: &TcpConfig, rcvbuf: u32, used: u32) -> u32 {
+            let (rb, cs, rs, wc) = (self.rcvbuf, self.copied_seq, self.rcv_ssthresh, self.window_clamp);
+            self.rcvbuf = rcvbuf;
+            self.copied_seq = self.rcv_nxt - used;
+            self.window_clamp = u32::MAX >> 1;
+            self.rcv_ssthresh = u32::MAX >> 1;
+            let w = self.raw_select_window(cfg);
+            self.rcvbuf = rb;
+            self.copied_seq = cs;
+            self.rcv_ssthresh = rs;
+            self.window_clamp = wc;
+            w
+        }
+    }
+}

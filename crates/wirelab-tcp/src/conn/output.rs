@@ -1,0 +1,578 @@
+//! Output (`tcp_output.c`): what to send next (`tcp_write_xmit`,
+//! `tcp_xmit_retransmit_queue`, `tcp_send_loss_probe`, SYN/SYN-ACK, probes, pure ACKs),
+//! building a segment (`tcp_transmit_skb` → `emit`), window selection
+//! (`tcp_select_initial_window`, `__tcp_select_window`, `tcp_select_window`) and cwnd
+//! validation (`tcp_cwnd_validate`, RFC 2861).
+use super::scoreboard::{TxSeg, SACKED_ACKED, SACKED_RETRANS};
+use super::{Conn, XmitTimer, TCPOLEN_TSTAMP_ALIGNED, TCP_MAX_WSCALE};
+use crate::api::TcpState;
+use crate::cc::{CaEvent, CaState};
+use crate::config::TcpConfig;
+use crate::wire::{self, flags, SeqNumber, TcpRepr};
+use wirelab_core::{Duration, Instant, Transmit, HEADROOM};
+
+impl Conn {
+    // ------------------------------------------------------------------------------------
+    // Receive window (what we advertise)
+    // ------------------------------------------------------------------------------------
+
+    /// Receive memory in use: queued in-order bytes plus out-of-order bytes.
+    fn rmem_alloc(&self) -> u32 {
+        self.rcv_nxt.dist(self.copied_seq) + self.ofo.bytes()
+    }
+    /// `tcp_space()`.
+    pub(super) fn tcp_space(&self, cfg: &TcpConfig) -> i64 {
+        cfg.win_from_space(self.rcvbuf as i64 - self.rmem_alloc() as i64)
+    }
+    /// `tcp_full_space()`.
+    pub(super) fn tcp_full_space(&self, cfg: &TcpConfig) -> i64 {
+        cfg.win_from_space(self.rcvbuf as i64)
+    }
+    /// MSS used for receive-window rounding (advmss minus timestamp space).
+    fn rcv_adv_mss(&self) -> u32 {
+        self.advmss - if self.tstamp_ok { TCPOLEN_TSTAMP_ALIGNED } else { 0 }
+    }
+
+    /// `tcp_select_initial_window()`, run when the SYN or SYN-ACK is built.
+    pub(super) fn select_initial_window(&mut self, cfg: &TcpConfig) {
+        let full = self.tcp_full_space(cfg).max(0) as u32;
+        let mss = self.rcv_adv_mss();
+        // no clamp unless TCP_WINDOW_CLAMP; a locked (user-set) rcvbuf limits it
+        let mut window_clamp = if self.user_window_clamp != 0 { self.user_window_clamp } else { 65535u32 << TCP_MAX_WSCALE };
+        if self.rcvbuf_locked && window_clamp > full {
+            window_clamp = full;
+        }
+        let mut space = full.min(window_clamp);
+        if space > mss {
+            space = space / mss * mss;
+        }
+        self.rcv_wnd = space.min(65535);
+        self.rcv_wscale = 0;
+        if self.wscale_ok {
+            let mut s = space.max(cfg.tcp_rmem[2]).max(cfg.rmem_max);
+            s = s.min(window_clamp);
+            let ilog2 = 31 - s.max(1).leading_zeros() as i32;
+            self.rcv_wscale = (ilog2 - 15).clamp(0, TCP_MAX_WSCALE as i32) as u8;
+        }
+        window_clamp = window_clamp.min(65535u32 << self.rcv_wscale);
+        self.window_clamp = window_clamp;
+        self.rcv_ssthresh = self.rcv_wnd;
+    }
+
+    /// `tcp_receive_window()`: what is left of the last advertised window.
+    pub(super) fn receive_window(&self) -> u32 {
+        (self.rcv_wup + self.rcv_wnd).dist(self.rcv_nxt)
+    }
+
+    /// `__tcp_select_window()`: the window we would offer now (receiver SWS avoidance).
+    pub(crate) fn raw_select_window(&mut self, cfg: &TcpConfig) -> u32 {
+        let mut mss = self.ack.rcv_mss as i64;
+        let mut free_space = self.tcp_space(cfg);
+        let allowed_space = self.tcp_full_space(cfg);
+        let full_space = (self.window_clamp as i64).min(allowed_space);
+        if mss > full_space {
+            mss = full_space;
+            if mss <= 0 {
+                return 0;
+            }
+        }
+        let ws = self.rcv_wscale as u32;
+        if free_space < (full_space >> 1) {
+            self.ack.quick = 0;
+            free_space = free_space.max(0) & !((1i64 << ws) - 1);
+            // Below 1/16 of the allowed space or below one MSS: offer zero (receiver SWS).
+            if free_space < (allowed_space >> 4) || free_space < mss {
+                return 0;
+            }
+        }
+        if free_space > self.rcv_ssthresh as i64 {
+            free_space = self.rcv_ssthresh as i64;
+        }
+        let window: i64 = if ws != 0 {
+            // round up to the scale unit so the window is not scaled away
+            (free_space + (1i64 << ws) - 1) & !((1i64 << ws) - 1)
+        } else {
+            let mut w = self.rcv_wnd as i64;
+            // Keep the current offer if within one MSS of the free space; otherwise round
+            // down to a multiple of the MSS.
+            if w <= free_space - mss || w > free_space {
+                w = free_space / mss * mss;
+            } else if mss == full_space && free_space > w + (full_space >> 1) {
+                w = free_space;
+            }
+            w
+        };
+        window.max(0) as u32
+    }
+
+    /// `tcp_select_window()`: computes the window field and records the new right edge.
+    /// Never retracts the right edge already offered (unless a
+    /// [`crate::RcvWindowPolicy`] that allows it is installed).
+    fn select_window(&mut self, cfg: &TcpConfig, now: Instant) -> u16 {
+        let cur_win = self.receive_window();
+        let mut new_win = self.raw_select_window(cfg);
+        let mut may_retract = false;
+        if let Some(p) = self.rcv_policy.as_mut() {
+            may_retract = p.allow_retract();
+            let lim = p.limit(now, new_win, self.ack.rcv_mss);
+            if lim < new_win {
+                // The policy's value is offered as is: no MSS rounding and no receiver-SWS
+                // zeroing (the sub-MSS cliff is what seed 003 studies); only rounded up to
+                // the scale unit so that the scaled field does not lose it.
+                let unit = 1u32 << self.rcv_wscale;
+                new_win = lim.div_ceil(unit).saturating_mul(unit).min(new_win);
+            }
+        }
+        if new_win < cur_win && !may_retract {
+            // Never shrink the offered window (tcp_shrink_window = 0).
+            let unit = 1u32 << self.rcv_wscale;
+            new_win = cur_win.div_ceil(unit) * unit;
+        }
+        self.rcv_wnd = new_win;
+        self.rcv_wup = self.rcv_nxt;
+        let new_win = new_win.min(65535u32 << self.rcv_wscale);
+        (new_win >> self.rcv_wscale) as u16
+    }
+
+    // ------------------------------------------------------------------------------------
+    // What to send
+    // ------------------------------------------------------------------------------------
+
+    /// Produces at most one segment.
+    pub fn poll_transmit(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        match self.state {
+            TcpState::Closed | TcpState::Listen => return None,
+            TcpState::SynSent | TcpState::SynRecv if self.tx_syn => {
+                return Some(self.send_syn(cfg, now, buf, self.state == TcpState::SynRecv));
+            }
+            TcpState::SynSent => return None,
+            TcpState::SynRecv | TcpState::TimeWait => {
+                return self.ack.send_now.then(|| self.send_pure_ack(cfg, now, buf));
+            }
+            _ => {}
+        }
+        if self.rexmit_new {
+            // tcp_xmit_recovery(REXMIT_NEW): new data first, Nagle off
+            if let Some(t) = self.write_xmit(cfg, now, buf, false, false) {
+                return Some(t);
+            }
+            if !self.snd_nxt.after(self.high_seq) {
+                self.frto = false;
+            }
+            self.rexmit_new = false;
+        }
+        if self.tlp.pending {
+            self.tlp.pending = false;
+            if let Some(t) = self.send_loss_probe(cfg, now, buf) {
+                return Some(t);
+            }
+        }
+        if let Some(t) = self.xmit_retransmit_queue(cfg, now, buf) {
+            return Some(t);
+        }
+        if self.tx_wakeup {
+            self.tx_wakeup = false;
+            if let Some(t) = self.write_xmit(cfg, now, buf, true, false) {
+                return Some(t);
+            }
+        }
+        if let Some(t) = self.write_xmit(cfg, now, buf, false, false) {
+            return Some(t);
+        }
+        if self.tx_probe {
+            self.tx_probe = false;
+            // tcp_xmit_probe_skb(): an old sequence number elicits an ACK
+            let seq = self.snd_una - 1;
+            return Some(self.emit(cfg, now, buf, seq, flags::ACK, 0, 0, false));
+        }
+        if self.ack.send_now {
+            return Some(self.send_pure_ack(cfg, now, buf));
+        }
+        None
+    }
+
+    /// `tcp_send_ack()`.
+    fn send_pure_ack(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>) -> Transmit {
+        let seq = self.snd_nxt;
+        self.emit(cfg, now, buf, seq, flags::ACK, 0, 0, false)
+    }
+
+    /// `tcp_connect()` / `tcp_make_synack()` (and their retransmissions).
+    fn send_syn(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, synack: bool) -> Transmit {
+        self.tx_syn = false;
+        if !self.syn_retrans {
+            self.syn_xmit = now;
+        }
+        if self.xmit_timer.is_none() {
+            let rto = if self.retransmits == 0 { cfg.rto_init } else { self.rtt.rto };
+            self.rtt.rto = rto;
+            self.reset_xmit_timer(cfg, now, XmitTimer::Retrans, rto);
+        }
+        self.snd_nxt = self.iss + 1;
+        let fl = if synack { flags::SYN | flags::ACK } else { flags::SYN };
+        self.emit(cfg, now, buf, self.iss, fl, 0, 0, true)
+    }
+
+    /// `tcp_xmit_retransmit_queue()`: resend segments marked lost, as cwnd allows.
+    fn xmit_retransmit_queue(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        if self.rtx.lost_out <= self.rtx.retrans_out || self.rtx.q.is_empty() {
+            return None;
+        }
+        if self.in_flight() >= self.tp.snd_cwnd {
+            return None;
+        }
+        let wnd_end = self.snd_una + self.snd_wnd;
+        let k = self.rtx.first_to_retransmit()?;
+        let s = self.rtx.q[k];
+        if !s.seq.before(wnd_end) && s.seq != self.snd_una {
+            return None;
+        }
+        // tcp_retransmit_skb(): the stamp of the first retransmission
+        if self.retrans_stamp.is_none() {
+            self.retrans_stamp = Some(now);
+        }
+        self.rtx.mark_retransmitted(k, now);
+        self.stats.total_retrans += 1;
+        if self.ca_state == CaState::Recovery {
+            self.prr.out += 1;
+        }
+        let off = s.seq.dist(self.snd_buf_seq);
+        let len = s.data_len();
+        let mut fl = flags::ACK;
+        if s.fin {
+            fl |= flags::FIN;
+        }
+        if len > 0 {
+            fl |= flags::PSH;
+        }
+        // tcp_xmit_retransmit_queue(): retransmitting the head restarts the RTO (its
+        // icsk_rto keeps any backoff) unless the RACK reordering timer is pending; without
+        // this a fast retransmission in flight is retransmitted again by the old timer
+        if k == 0 && !self.xmit_timer_is(XmitTimer::ReoTimeout.bit()) {
+            self.rearm_rto(cfg, now);
+        }
+        Some(self.emit(cfg, now, buf, s.seq, fl, off, len, false))
+    }
+
+    /// `tcp_send_loss_probe()` (3.10–4.12): new data if any can go (cwnd ignored, Nagle
+    /// off), else, once per episode, the last segment again. 3.x sends that copy with
+    /// `__tcp_retransmit_skb()`, i.e. without marking it retransmitted, and records
+    /// `tlp_high_seq` to tell later whether the probe repaired a loss; 4.x+ (RACK) makes
+    /// it a real retransmission.
+    fn send_loss_probe(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let rack = self.rack_on(cfg);
+        if self.has_unsent() && !self.fin_sent {
+            let t = self.write_xmit(cfg, now, buf, false, true);
+            if t.is_some() {
+                self.thin.tlp_count += 1;
+                if rack {
+                    self.tlp.high_seq = Some(self.snd_nxt);
+                    self.tlp.retrans = false;
+                }
+            }
+            return t;
+        }
+        if self.tlp.high_seq.is_some() {
+            return None;
+        }
+        let s = *self.rtx.q.back()?;
+        let len = s.data_len();
+        // 3.x: a probe with zero data does not trigger fast recovery; 4.x+ also resends a
+        // lone FIN
+        if (len == 0 && !(rack && s.fin)) || s.sacked & SACKED_ACKED != 0 {
+            return None;
+        }
+        if rack {
+            // 4.x+: tcp_retransmit_skb(), a real retransmission
+            if self.retrans_stamp.is_none() {
+                self.retrans_stamp = Some(now);
+            }
+            if s.sacked & SACKED_RETRANS == 0 {
+                self.rtx.retrans_out += 1;
+            }
+            self.stats.total_retrans += 1;
+            self.tlp.retrans = true;
+        }
+        if let Some(m) = self.rtx.q.back_mut() {
+            m.xmit = now;
+            m.rdb_start = m.seq;
+            if rack {
+                m.sacked |= SACKED_RETRANS | super::scoreboard::EVER_RETRANS;
+            }
+        }
+        self.tlp.high_seq = Some(self.snd_nxt);
+        self.thin.tlp_count += 1;
+        let mut fl = flags::ACK | flags::PSH;
+        if s.fin {
+            fl |= flags::FIN;
+        }
+        let off = s.seq.dist(self.snd_buf_seq);
+        Some(self.emit(cfg, now, buf, s.seq, fl, off, len, false))
+    }
+
+    /// `tcp_may_send_now()`: the head of the unsent queue passes the cwnd, receive-window
+    /// and Nagle tests.
+    pub(super) fn may_send_now(&self) -> bool {
+        if !self.has_unsent() || self.fin_sent {
+            return false;
+        }
+        let mss = self.mss_cache;
+        let unsent = self.unsent();
+        let len = unsent.min(mss);
+        let with_fin = self.fin_queued && len == unsent;
+        if self.in_flight() >= self.tp.snd_cwnd && !(with_fin && len == 0) {
+            return false;
+        }
+        if (self.snd_nxt + len + with_fin as u32).after(self.snd_una + self.snd_wnd) {
+            return false;
+        }
+        !(len < mss && !with_fin && !self.nodelay && self.rtx.packets_out > 0 && self.minshall_check())
+    }
+
+    /// `tcp_minshall_check()`: a sub-MSS segment is still unacknowledged.
+    fn minshall_check(&self) -> bool {
+        self.snd_sml.after(self.snd_una) && !self.snd_sml.after(self.snd_nxt)
+    }
+
+    /// `tcp_write_xmit()` for one segment: cwnd test, receive-window test, Nagle.
+    ///
+    /// With `wakeup` it acts as `tcp_write_wakeup()` from the persist timer: no cwnd or
+    /// Nagle test, and the segment is cut to the (sub-MSS) window that is left, which
+    /// the sender-side SWS rule otherwise refuses to fill.
+    ///
+    /// With `probe` it sends a tail loss probe (`push_one == 2`): cwnd and Nagle are
+    /// ignored and no new probe is scheduled.
+    fn write_xmit(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, wakeup: bool, probe: bool) -> Option<Transmit> {
+        if !self.has_unsent() || self.fin_sent {
+            return None;
+        }
+        if !matches!(self.state, TcpState::Established | TcpState::CloseWait | TcpState::FinWait1 | TcpState::LastAck) {
+            return None;
+        }
+        let mss = self.mss_cache;
+        let unsent = self.unsent();
+        let mut len = unsent.min(mss);
+        if wakeup {
+            let room = (self.snd_una + self.snd_wnd).dist(self.snd_nxt);
+            if room == 0 {
+                return None;
+            }
+            len = len.min(room);
+        }
+        let with_fin = self.fin_queued && len == unsent;
+        // tcp_slow_start_after_idle_check()
+        if self.rtx.packets_out == 0 && cfg.tcp_slow_start_after_idle {
+            let idle = now.saturating_since(self.lsndtime);
+            if idle > self.rtt.rto {
+                self.cwnd_restart(cfg, now, idle);
+            }
+        }
+        // tcp_cwnd_test(): the final FIN alone is not held by cwnd
+        let fin_only = with_fin && len == 0;
+        if self.in_flight() >= self.tp.snd_cwnd && !fin_only && !wakeup && !probe {
+            self.cwnd_validate(cfg, now, true);
+            return None;
+        }
+        // tcp_snd_wnd_test()
+        let end = self.snd_nxt + len + with_fin as u32;
+        if end.after(self.snd_una + self.snd_wnd) {
+            if self.rtx.packets_out == 0 {
+                self.check_probe_timer(cfg, now);
+            }
+            return None;
+        }
+        // tcp_nagle_test() with Minshall's check
+        if len < mss && !with_fin && !self.nodelay && self.rtx.packets_out > 0 && !wakeup && !probe && self.minshall_check() {
+            return None;
+        }
+        Some(self.send_new_segment(cfg, now, buf, len, with_fin, unsent, probe))
+    }
+
+    /// The sending half of `tcp_write_xmit()`: queue the segment on the rtx queue, then
+    /// `tcp_event_new_data_sent()` (RTO), `tcp_event_data_sent()` (ping-pong detection),
+    /// `tcp_cwnd_validate()` and the loss probe; RDB may put older bytes in front.
+    #[allow(clippy::too_many_arguments)]
+    fn send_new_segment(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, len: u32, with_fin: bool, unsent: u32, probe: bool) -> Transmit {
+        if self.in_flight() == 0 {
+            self.sync_tp(cfg, now);
+            self.cc.cwnd_event(&self.tp, CaEvent::TxStart);
+        }
+        let (first_tx, delivered_mstamp, delivered) = self.rate.skb_sent(now, self.rtx.packets_out);
+        let seq = self.snd_nxt;
+        let end = seq + len + with_fin as u32;
+        // RDB: the packet may start earlier than the new segment (never with a FIN)
+        let rdb_start = if with_fin { seq } else { self.rdb_bundle_start(cfg, seq, len) };
+        let prior_packets = self.rtx.packets_out;
+        self.rtx.push(TxSeg { seq, end, fin: with_fin, sacked: 0, xmit: now, rdb_start, first_tx, delivered_mstamp, delivered });
+        self.snd_nxt = end;
+        if with_fin {
+            self.fin_sent = true;
+        }
+        if len < self.mss_cache {
+            self.snd_sml = end; // tcp_minshall_update
+        }
+        if self.ca_state == CaState::Recovery {
+            self.prr.out += 1;
+        }
+        // tcp_event_new_data_sent(): arm the RTO on the first outstanding packet
+        use XmitTimer::*;
+        if prior_packets == 0 || self.xmit_timer_is(Probe0.bit() | EarlyRetrans.bit() | LossProbe.bit() | ReoTimeout.bit()) {
+            self.rearm_rto(cfg, now);
+        }
+        // tcp_event_data_sent(): interactive detection
+        if now.saturating_since(self.ack.lrcvtime) < self.ack.ato {
+            self.ack.pingpong = true;
+        }
+        self.lsndtime = now;
+        let limited = self.in_flight() >= self.tp.snd_cwnd;
+        self.cwnd_validate(cfg, now, limited);
+        if !probe {
+            // tcp_write_xmit(): one loss probe per tail loss episode
+            self.schedule_loss_probe(cfg, now, false);
+        }
+        let mut fl = flags::ACK;
+        if with_fin {
+            fl |= flags::FIN;
+        }
+        if len > 0 && len == unsent {
+            fl |= flags::PSH;
+        }
+        let bundled = seq.dist(rdb_start);
+        if bundled > 0 {
+            self.thin.rdb_packets += 1;
+            self.thin.rdb_bytes += bundled as u64;
+        }
+        let off = rdb_start.dist(self.snd_buf_seq);
+        self.emit(cfg, now, buf, rdb_start, fl, off, len + bundled, false)
+    }
+
+    // ------------------------------------------------------------------------------------
+    // cwnd validation (RFC 2861, RFC 7661's predecessor as Linux has it)
+    // ------------------------------------------------------------------------------------
+
+    /// `tcp_cwnd_validate()`: track whether cwnd is used; RFC 2861 decay when it is not.
+    fn cwnd_validate(&mut self, cfg: &TcpConfig, now: Instant, is_cwnd_limited: bool) {
+        if !self.snd_una.before(self.cwnd_usage_seq)
+            || is_cwnd_limited
+            || (!self.is_cwnd_limited && self.rtx.packets_out > self.max_packets_out)
+        {
+            self.is_cwnd_limited = is_cwnd_limited;
+            self.max_packets_out = self.rtx.packets_out;
+            self.cwnd_usage_seq = self.snd_nxt;
+        }
+        if self.tcp_is_cwnd_limited() {
+            // network is fed fully
+            self.snd_cwnd_used = 0;
+            self.snd_cwnd_stamp = now;
+        } else {
+            // network starves
+            self.snd_cwnd_used = self.snd_cwnd_used.max(self.rtx.packets_out);
+            if cfg.tcp_slow_start_after_idle && now.saturating_since(self.snd_cwnd_stamp) >= self.rtt.rto {
+                self.cwnd_application_limited(cfg, now);
+            }
+        }
+    }
+
+    /// `tcp_cwnd_application_limited()`: RFC 2861 "slow part": after an RTO in which cwnd
+    /// was not filled, move cwnd halfway to what was used.
+    fn cwnd_application_limited(&mut self, cfg: &TcpConfig, now: Instant) {
+        if self.ca_state == CaState::Open && !self.write_blocked {
+            let win_used = self.snd_cwnd_used.max(cfg.init_cwnd);
+            if win_used < self.tp.snd_cwnd {
+                self.tp.snd_ssthresh = self.current_ssthresh();
+                self.tp.snd_cwnd = (self.tp.snd_cwnd + win_used) >> 1;
+            }
+            self.snd_cwnd_used = 0;
+        }
+        self.snd_cwnd_stamp = now;
+    }
+
+    /// `tcp_cwnd_restart()`: RFC 2861 — halve cwnd per RTO of idleness, not below IW.
+    fn cwnd_restart(&mut self, cfg: &TcpConfig, now: Instant, idle: Duration) {
+        let restart = cfg.init_cwnd.min(self.tp.snd_cwnd);
+        self.sync_tp(cfg, now);
+        self.tp.snd_ssthresh = self.current_ssthresh();
+        let mut cwnd = self.tp.snd_cwnd;
+        let rto = self.rtt.rto.as_nanos() as i128;
+        let mut delta = idle.as_nanos() as i128 - rto;
+        while delta > 0 && cwnd > restart {
+            cwnd >>= 1;
+            delta -= rto;
+        }
+        self.tp.snd_cwnd = cwnd.max(restart);
+        self.snd_cwnd_stamp = now;
+        self.snd_cwnd_used = 0;
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Building a segment
+    // ------------------------------------------------------------------------------------
+
+    /// Builds one segment into `buf` after the headroom (`tcp_transmit_skb`): options in
+    /// `tcp_options_write()` order, the window (`tcp_select_window()`), SACK/D-SACK
+    /// blocks, payload from the send ring, checksum; `tcp_event_ack_sent()` for ACKs.
+    #[allow(clippy::too_many_arguments)]
+    fn emit(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, seq: SeqNumber, fl: u8, off: u32, len: u32, syn: bool) -> Transmit {
+        let mut r = TcpRepr::new(self.local.port(), self.remote.port());
+        r.seq = seq;
+        r.flags = fl;
+        if fl & flags::ACK != 0 {
+            r.ack = self.rcv_nxt;
+        }
+        if syn {
+            self.syn_options(cfg, now, &mut r);
+        } else {
+            r.window = self.select_window(cfg, now);
+            if self.tstamp_ok {
+                r.timestamp = Some((self.ts_now(now), self.ts_recent));
+            }
+            if self.sack_ok && fl & flags::RST == 0 {
+                if let Some((l, rr)) = self.ofo.dsack.take() {
+                    if cfg.tcp_dsack {
+                        r.sack.push(l, rr);
+                    }
+                }
+                for &(l, rr) in self.ofo.sacks.as_slice() {
+                    r.sack.push(l, rr);
+                }
+            }
+        }
+        let hl = r.header_len();
+        buf.truncate(HEADROOM);
+        buf.resize(HEADROOM + hl, 0);
+        r.emit_header(&mut buf[HEADROOM..]);
+        if len > 0 {
+            self.snd_ring.copy_out(off as usize, len as usize, buf);
+        }
+        let src = *self.local.ip();
+        let dst = *self.remote.ip();
+        wire::fill_checksum(&mut buf[HEADROOM..], src, dst);
+        self.stats.segs_out += 1;
+        if fl & flags::ACK != 0 {
+            self.ack.on_ack_sent();
+        }
+        Transmit { src, dst, proto: wirelab_wire::ip_proto::TCP, tos: self.tos, dont_frag: true }
+    }
+
+    /// SYN / SYN-ACK options (`tcp_syn_options()`, `tcp_synack_options()`): a SYN offers
+    /// what the sysctls allow, a SYN-ACK what was negotiated; the window is never scaled.
+    fn syn_options(&mut self, cfg: &TcpConfig, now: Instant, r: &mut TcpRepr) {
+        r.mss = Some(self.advmss.min(65535) as u16);
+        let synack = r.flags & flags::ACK != 0;
+        let ws = if synack { self.wscale_ok } else { cfg.tcp_window_scaling };
+        if ws {
+            r.window_scale = Some(self.rcv_wscale);
+        }
+        r.sack_permitted = if synack { self.sack_ok } else { cfg.tcp_sack };
+        let ts = if synack { self.tstamp_ok } else { cfg.tcp_timestamps };
+        if ts {
+            r.timestamp = Some((self.ts_now(now), if synack { self.ts_recent } else { 0 }));
+        }
+        // RFC 7323: the window in a SYN is never scaled
+        if let Some(p) = self.rcv_policy.as_mut() {
+            let lim = p.limit(now, self.rcv_wnd, self.ack.rcv_mss);
+            self.rcv_wnd = self.rcv_wnd.min(lim);
+        }
+        r.window = self.rcv_wnd.min(65535) as u16;
+    }
+}

@@ -1,0 +1,416 @@
+//! The retransmit queue and SACK scoreboard: sent, not yet cumulatively ACKed segments
+//! with their `TCPCB_*` bits, and the counters Linux keeps beside them (`packets_out`,
+//! `sacked_out`, `lost_out`, `retrans_out`, the highest SACKed sequence).
+//!
+//! The queue part of `tcp_clean_rtx_queue()` and `tcp_sacktag_one()`, `tcp_mark_skb_lost()`
+//! and `tcp_mark_head_lost()` live here; what the connection does with the results
+//! (RTT, rate, RACK, undo) is the caller's, through the `on_delivered` callbacks.
+use crate::wire::SeqNumber;
+use std::collections::VecDeque;
+use wirelab_core::Instant;
+
+// Scoreboard bits (`TCPCB_*` in include/net/tcp.h).
+pub(crate) const SACKED_ACKED: u8 = 0x01;
+pub(crate) const SACKED_RETRANS: u8 = 0x02;
+pub(crate) const LOST: u8 = 0x04;
+pub(crate) const EVER_RETRANS: u8 = 0x08;
+
+/// A transmitted, not yet cumulatively ACKed segment (our `skb` in the rtx queue).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TxSeg {
+    pub seq: SeqNumber,
+    /// End sequence, FIN included.
+    pub end: SeqNumber,
+    pub fin: bool,
+    /// `TCP_SKB_CB(skb)->sacked` bits.
+    pub sacked: u8,
+    /// Last (re)transmission time (`skb->skb_mstamp_ns`).
+    pub xmit: Instant,
+    /// Start of the data the last transmission carried (`tx.rdb_start_seq` of the RDB
+    /// patch): before `seq` when older bytes were bundled in front (RDB).
+    pub rdb_start: SeqNumber,
+    // tcp_rate.c per-skb state (`TCP_SKB_CB(skb)->tx`)
+    pub first_tx: Instant,
+    pub delivered_mstamp: Instant,
+    pub delivered: u32,
+}
+
+impl TxSeg {
+    #[inline]
+    pub fn data_len(&self) -> u32 {
+        self.end.diff(self.seq) as u32 - self.fin as u32
+    }
+}
+
+/// `tcp_mark_skb_lost()` on one segment with the queue's counters (for walks that hold
+/// the queue mutably).
+#[inline]
+pub(crate) fn mark_seg_lost(s: &mut TxSeg, lost_out: &mut u32, retrans_out: &mut u32) {
+    if s.sacked & SACKED_ACKED != 0 {
+        return;
+    }
+    if s.sacked & LOST != 0 {
+        if s.sacked & SACKED_RETRANS != 0 {
+            s.sacked &= !SACKED_RETRANS;
+            *retrans_out = retrans_out.saturating_sub(1);
+        }
+    } else {
+        s.sacked |= LOST;
+        *lost_out += 1;
+    }
+}
+
+/// What the queue part of `tcp_clean_rtx_queue()` found.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CleanResult {
+    /// Segments removed from the queue.
+    pub acked_pkts: u32,
+    /// Transmission times of the first and last never-retransmitted, not SACKed ones
+    /// (`first_ackt`, `last_ackt`).
+    pub first_ackt: Option<Instant>,
+    pub last_ackt: Option<Instant>,
+    /// A once-retransmitted segment was ACKed (`FLAG_RETRANS_DATA_ACKED`: no RTT sample).
+    pub retrans_acked: bool,
+    /// Lowest sequence of a never-retransmitted segment ACKed (reordering detection).
+    pub reord: SeqNumber,
+    /// `FLAG_ORIG_SACK_ACKED`: never-retransmitted data below `high_seq` was ACKed.
+    pub orig_sack_acked: bool,
+}
+
+/// What `tcp_sacktag_write_queue()` found in the SACK blocks (`struct tcp_sacktag_state`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SackTag {
+    /// Segments newly SACKed.
+    pub newly: u32,
+    /// Transmission times of the first and last never-retransmitted ones.
+    pub first: Option<Instant>,
+    pub last: Option<Instant>,
+    /// Lowest sequence below the prior forward-most SACK (`reord`).
+    pub reord: SeqNumber,
+    /// `FLAG_ORIG_SACK_ACKED`.
+    pub orig_sack_acked: bool,
+    /// `FLAG_DATA_SACKED`.
+    pub data_sacked: bool,
+}
+
+/// The rtx queue with its counters. Segments are in sequence order.
+#[derive(Debug, Default)]
+pub(crate) struct RtxQueue {
+    pub q: VecDeque<TxSeg>,
+    /// `packets_out`: segments sent and not cumulatively ACKed.
+    pub packets_out: u32,
+    /// `sacked_out` (or Reno's dupACK count without SACK).
+    pub sacked_out: u32,
+    /// `lost_out`.
+    pub lost_out: u32,
+    /// `retrans_out`.
+    pub retrans_out: u32,
+    /// Start of the highest SACKed segment (`tcp_highest_sack_seq`).
+    pub highest_sack: SeqNumber,
+}
+
+impl RtxQueue {
+    pub fn new(iss: SeqNumber) -> Self {
+        RtxQueue { highest_sack: iss, ..Default::default() }
+    }
+
+    /// `tcp_packets_in_flight()`.
+    #[inline]
+    pub fn in_flight(&self) -> u32 {
+        (self.packets_out + self.retrans_out).saturating_sub(self.sacked_out + self.lost_out)
+    }
+
+    /// Drops everything (a closed connection).
+    pub fn clear(&mut self) {
+        self.q = VecDeque::new();
+        self.packets_out = 0;
+        self.sacked_out = 0;
+        self.lost_out = 0;
+        self.retrans_out = 0;
+    }
+
+    /// `tcp_highest_sack_seq()`: the forward-most SACKed sequence, else `snd_una`.
+    pub fn fack_seq(&self, snd_una: SeqNumber, sack_ok: bool) -> SeqNumber {
+        if self.sacked_out == 0 || !sack_ok {
+            snd_una
+        } else {
+            self.highest_sack
+        }
+    }
+
+    /// Appends a newly sent segment.
+    pub fn push(&mut self, seg: TxSeg) {
+        self.q.push_back(seg);
+        self.packets_out += 1;
+    }
+
+    /// `tcp_mark_skb_lost()`: a retransmission that is lost again stops counting as
+    /// retransmitted, so it can be sent once more.
+    pub fn mark_lost(&mut self, k: usize) {
+        mark_seg_lost(&mut self.q[k], &mut self.lost_out, &mut self.retrans_out);
+    }
+
+    /// `tcp_mark_head_lost()`: mark holes before the `packets`-th SACKed segment lost
+    /// (without SACK every segment counts); with `mark_head` only the head.
+    pub fn mark_head_lost(&mut self, packets: u32, mark_head: bool, sack_ok: bool) {
+        let mut cnt = 0u32;
+        for k in 0..self.q.len() {
+            let s = self.q[k];
+            if !sack_ok || s.sacked & SACKED_ACKED != 0 {
+                cnt += 1;
+            }
+            if cnt > packets {
+                break;
+            }
+            if s.sacked & (SACKED_ACKED | LOST) == 0 {
+                self.mark_lost(k);
+            }
+            if mark_head {
+                break;
+            }
+        }
+    }
+
+    /// `tcp_timeout_mark_lost()` on RTO: outstanding retransmissions (a TLP's included)
+    /// count as lost again (`tcp_clear_retrans_partial()`), and everything not SACKed is
+    /// marked lost.
+    pub fn mark_all_lost(&mut self) {
+        for k in 0..self.q.len() {
+            if self.q[k].sacked & (SACKED_RETRANS | SACKED_ACKED) == SACKED_RETRANS {
+                self.q[k].sacked &= !SACKED_RETRANS;
+                self.retrans_out = self.retrans_out.saturating_sub(1);
+            }
+            self.mark_lost(k);
+        }
+    }
+
+    /// Clears every LOST mark (`tcp_undo_cwnd_reduction(unmark_loss)`).
+    pub fn unmark_lost(&mut self) {
+        for s in self.q.iter_mut() {
+            s.sacked &= !LOST;
+        }
+        self.lost_out = 0;
+    }
+
+    /// The first segment marked lost and not yet retransmitted nor SACKed.
+    pub fn first_to_retransmit(&self) -> Option<usize> {
+        self.q.iter().position(|s| s.sacked & (LOST | SACKED_RETRANS | SACKED_ACKED) == LOST)
+    }
+
+    /// Marks segment `k` retransmitted now (`tcp_retransmit_skb()`'s bookkeeping).
+    pub fn mark_retransmitted(&mut self, k: usize, now: Instant) {
+        let m = &mut self.q[k];
+        m.sacked |= SACKED_RETRANS | EVER_RETRANS;
+        m.xmit = now;
+        m.rdb_start = m.seq;
+        self.retrans_out += 1;
+    }
+
+    /// The queue part of `tcp_clean_rtx_queue()`: removes segments the cumulative `ack`
+    /// covers (trimming a partially ACKed head, `tcp_trim_head()`), updating the counters.
+    /// `on_delivered` sees each removed segment that was not already SACKed, in order.
+    #[inline]
+    pub fn clean_acked(&mut self, ack: SeqNumber, high_seq: SeqNumber, reord_start: SeqNumber, mut on_delivered: impl FnMut(&TxSeg)) -> CleanResult {
+        let mut r = CleanResult {
+            acked_pkts: 0,
+            first_ackt: None,
+            last_ackt: None,
+            retrans_acked: false,
+            reord: reord_start,
+            orig_sack_acked: false,
+        };
+        while let Some(seg) = self.q.front().copied() {
+            if seg.end.after(ack) {
+                if seg.seq.before(ack) {
+                    // partial ACK of a segment: tcp_trim_head()
+                    self.q[0].seq = ack;
+                }
+                break;
+            }
+            if seg.sacked & SACKED_RETRANS != 0 {
+                self.retrans_out = self.retrans_out.saturating_sub(1);
+            }
+            if seg.sacked & SACKED_ACKED != 0 {
+                self.sacked_out = self.sacked_out.saturating_sub(1);
+            } else {
+                on_delivered(&seg);
+            }
+            if seg.sacked & LOST != 0 {
+                self.lost_out = self.lost_out.saturating_sub(1);
+            }
+            if seg.sacked & EVER_RETRANS != 0 {
+                r.retrans_acked = true;
+            } else if seg.sacked & SACKED_ACKED == 0 {
+                if r.first_ackt.is_none() {
+                    r.first_ackt = Some(seg.xmit);
+                }
+                r.last_ackt = Some(seg.xmit);
+                if seg.seq.before(r.reord) {
+                    r.reord = seg.seq;
+                }
+                if !seg.end.after(high_seq) {
+                    r.orig_sack_acked = true;
+                }
+            }
+            self.packets_out -= 1;
+            r.acked_pkts += 1;
+            self.q.pop_front();
+        }
+        if self.packets_out == 0 {
+            self.sacked_out = 0;
+            self.lost_out = 0;
+            self.retrans_out = 0;
+        }
+        r
+    }
+
+    /// `tcp_sacktag_walk()` / `tcp_sacktag_one()` for one valid SACK block `[start, end)`:
+    /// whole segments inside it become SACKED_ACKED (partially covered ones are ignored:
+    /// no `tcp_fragment`). `on_sacked` sees each newly SACKed segment as it was before.
+    #[inline]
+    pub fn tag_block(
+        &mut self,
+        start: SeqNumber,
+        end: SeqNumber,
+        high_seq: SeqNumber,
+        prior_fack: SeqNumber,
+        st: &mut SackTag,
+        mut on_sacked: impl FnMut(&TxSeg),
+    ) {
+        // segments are ordered by seq: binary search for the first ending after start
+        let idx = self.q.partition_point(|s| !s.end.after(start));
+        for k in idx..self.q.len() {
+            let s = self.q[k];
+            if s.seq.before(start) {
+                continue;
+            }
+            if s.end.after(end) {
+                break;
+            }
+            if s.sacked & SACKED_ACKED != 0 {
+                continue;
+            }
+            let mut f = s.sacked;
+            if f & SACKED_RETRANS != 0 {
+                self.retrans_out = self.retrans_out.saturating_sub(1);
+                f &= !SACKED_RETRANS;
+            }
+            if f & LOST != 0 {
+                self.lost_out = self.lost_out.saturating_sub(1);
+                f &= !LOST;
+            }
+            if f & EVER_RETRANS == 0 {
+                if st.first.is_none() {
+                    st.first = Some(s.xmit);
+                }
+                st.last = Some(s.xmit);
+                if s.seq.before(prior_fack) && s.seq.before(st.reord) {
+                    st.reord = s.seq;
+                }
+                if !s.end.after(high_seq) {
+                    st.orig_sack_acked = true;
+                }
+            }
+            if self.sacked_out == 0 || s.seq.after(self.highest_sack) {
+                self.highest_sack = s.seq;
+            }
+            f |= SACKED_ACKED;
+            st.data_sacked = true;
+            self.q[k].sacked = f;
+            self.sacked_out += 1;
+            st.newly += 1;
+            on_sacked(&s);
+        }
+    }
+
+    /// For a D-SACK block `[l, r)` above `snd_una`: how many once-retransmitted segments
+    /// it covers (each proves one retransmission spurious, `undo_retrans`); lowers
+    /// `reord` to any of them that is SACKed.
+    pub fn dsack_retrans_in(&self, l: SeqNumber, r: SeqNumber, reord: &mut SeqNumber) -> u32 {
+        let mut n = 0;
+        let idx = self.q.partition_point(|s| !s.end.after(l));
+        for sg in self.q.iter().skip(idx) {
+            if sg.end.after(r) {
+                break;
+            }
+            if sg.sacked & EVER_RETRANS != 0 {
+                n += 1;
+                if sg.sacked & SACKED_ACKED != 0 && sg.seq.before(*reord) {
+                    *reord = sg.seq;
+                }
+            }
+        }
+        n
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn q(n: u32) -> RtxQueue {
+        let mut rq = RtxQueue::new(SeqNumber(0));
+        for i in 0..n {
+            let t = Instant::from_nanos(i as u64 * 1000);
+            rq.push(TxSeg {
+                seq: SeqNumber(i * 100),
+                end: SeqNumber(i * 100 + 100),
+                fin: false,
+                sacked: 0,
+                xmit: t,
+                rdb_start: SeqNumber(i * 100),
+                first_tx: t,
+                delivered_mstamp: t,
+                delivered: 0,
+            });
+        }
+        rq
+    }
+
+    fn tag() -> SackTag {
+        SackTag { newly: 0, first: None, last: None, reord: SeqNumber(1000), orig_sack_acked: false, data_sacked: false }
+    }
+
+    #[test]
+    fn sack_then_mark_head_lost_then_clean() {
+        let mut rq = q(6);
+        let mut st = tag();
+        let mut seen = vec![];
+        // SACK segments 2..5 (sequence 200..500); 150..250 style partial blocks are ignored
+        rq.tag_block(SeqNumber(200), SeqNumber(500), SeqNumber(600), SeqNumber(0), &mut st, |s| seen.push(s.seq.0));
+        assert_eq!((st.newly, rq.sacked_out, rq.highest_sack), (3, 3, SeqNumber(400)));
+        assert_eq!(seen, vec![200, 300, 400]);
+        assert_eq!(rq.in_flight(), 3);
+        // tcp_update_scoreboard(): sacked_out 3 - reordering 3 = 0 -> the holes below the
+        // first SACKed segment (0 and 1) are lost
+        rq.mark_head_lost(0, false, true);
+        assert_eq!(rq.lost_out, 2);
+        assert_eq!(rq.in_flight(), 1);
+        let k = rq.first_to_retransmit().unwrap();
+        assert_eq!(k, 0);
+        rq.mark_retransmitted(k, Instant::from_nanos(99));
+        assert_eq!(rq.in_flight(), 2);
+        // cumulative ACK of 0..250: two segments leave, the third is trimmed
+        let r = rq.clean_acked(SeqNumber(250), SeqNumber(600), SeqNumber(1000), |_| {});
+        assert_eq!(r.acked_pkts, 2);
+        assert!(r.retrans_acked, "segment 0 was retransmitted");
+        assert_eq!(r.first_ackt, Some(Instant::from_nanos(1000)));
+        assert_eq!((rq.packets_out, rq.lost_out, rq.retrans_out, rq.sacked_out), (4, 0, 0, 3));
+        assert_eq!(rq.q[0].seq, SeqNumber(250));
+    }
+
+    #[test]
+    fn lost_retransmission_counts_once_more() {
+        let mut rq = q(2);
+        rq.mark_lost(0);
+        rq.mark_retransmitted(0, Instant::ZERO);
+        assert_eq!((rq.lost_out, rq.retrans_out), (1, 1));
+        rq.mark_lost(0); // the retransmission is lost too
+        assert_eq!((rq.lost_out, rq.retrans_out), (1, 0));
+        assert_eq!(rq.first_to_retransmit(), Some(0));
+        rq.mark_all_lost();
+        assert_eq!(rq.lost_out, 2);
+        rq.unmark_lost();
+        assert_eq!(rq.lost_out, 0);
+    }
+}

@@ -1,0 +1,335 @@
+//! The system-call side (`net/ipv4/tcp.c`): `write`, `read`, `tcp_cleanup_rbuf`,
+//! `shutdown`, `close`, abort (`tcp_send_active_reset`), `setsockopt`, `tcp_get_info`
+//! and `tcp_done`.
+use super::delack::{ACK_PUSHED, ACK_PUSHED2, ACK_SCHED};
+use super::{Conn, Out, RstSpec, SkTimer, TCP_MIN_MSS};
+use super::timer::timer_at;
+use crate::api::{RcvWindowPolicy, SockError, SockOpt, TcpInfo, TcpState};
+use crate::cc::CongestionAlgo;
+use crate::config::TcpConfig;
+use crate::ring::Ring;
+use wirelab_core::Instant;
+
+impl Conn {
+    /// `write()`: copies what fits in the send buffer.
+    pub fn send(&mut self, data: &[u8]) -> Result<usize, SockError> {
+        if let Some(e) = self.err {
+            return Err(e);
+        }
+        match self.state {
+            TcpState::SynSent | TcpState::SynRecv | TcpState::Established | TcpState::CloseWait => {}
+            _ => return Err(if self.fin_queued { SockError::BrokenPipe } else { SockError::NotConnected }),
+        }
+        if self.fin_queued {
+            return Err(SockError::BrokenPipe);
+        }
+        let cap = self.sndbuf_payload() as usize;
+        let queued = self.snd_ring.len();
+        let n = data.len().min(cap.saturating_sub(queued));
+        if n < data.len() {
+            self.write_blocked = true;
+        }
+        if n > 0 {
+            self.snd_ring.push(&data[..n]);
+        }
+        Ok(n)
+    }
+
+    fn recv_common(&mut self, cfg: &TcpConfig, now: Instant, buf: Option<&mut [u8]>, max: usize) -> Result<usize, SockError> {
+        self.readable_signaled = false;
+        let avail = self.rcv_nxt.dist(self.copied_seq) as usize - self.peer_fin_in_window() as usize;
+        if avail == 0 {
+            if self.peer_fin {
+                return Ok(0);
+            }
+            if let Some(e) = self.err {
+                return Err(e);
+            }
+            return match self.state {
+                TcpState::SynSent | TcpState::SynRecv | TcpState::Established | TcpState::FinWait1 | TcpState::FinWait2 => {
+                    Err(SockError::WouldBlock)
+                }
+                _ => Err(SockError::NotConnected),
+            };
+        }
+        let n = avail.min(max);
+        if let Some(b) = buf {
+            self.rcv_ring.peek(&mut b[..n]);
+        }
+        self.rcv_ring.discard(n);
+        self.copied_seq = self.copied_seq + n as u32;
+        if self.rcv_ring.is_empty() && self.ofo.is_empty() && self.rcv_ring.capacity() > 4096 {
+            // drained after a burst: give the memory back (steady streams stay at 4 kB)
+            self.rcv_ring = Ring::default();
+            self.ofo.ranges = Vec::new();
+        }
+        self.rcv_space_adjust(cfg, now);
+        self.cleanup_rbuf(cfg, n);
+        Ok(n)
+    }
+
+    /// Consumes the FIN's sequence number once only it is left, so that later reads see
+    /// EOF immediately.
+    fn consume_fin(&mut self) {
+        if self.peer_fin && self.rcv_nxt.dist(self.copied_seq) == 1 {
+            self.copied_seq = self.rcv_nxt;
+        }
+    }
+
+    /// The FIN occupies one sequence number between copied_seq and rcv_nxt once received.
+    fn peer_fin_in_window(&self) -> bool {
+        self.peer_fin && self.rcv_nxt != self.copied_seq
+    }
+
+    /// `read()`.
+    pub fn recv(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut [u8]) -> Result<usize, SockError> {
+        let max = buf.len();
+        let r = self.recv_common(cfg, now, Some(buf), max);
+        self.consume_fin();
+        r
+    }
+
+    /// Read and drop.
+    pub fn recv_discard(&mut self, cfg: &TcpConfig, now: Instant, max: usize) -> Result<usize, SockError> {
+        let r = self.recv_common(cfg, now, None, max);
+        self.consume_fin();
+        r
+    }
+
+    /// `tcp_cleanup_rbuf()`: ACK after a read if one is due or the window opened a lot.
+    fn cleanup_rbuf(&mut self, cfg: &TcpConfig, copied: usize) {
+        let mut time_to_ack = false;
+        let pending = self.ack.pending;
+        if pending & ACK_SCHED != 0 {
+            let drained = self.rcv_nxt.dist(self.copied_seq) == 0;
+            if self.rcv_nxt.dist(self.rcv_wup) > self.ack.rcv_mss
+                || (copied > 0 && (pending & ACK_PUSHED2 != 0 || (pending & ACK_PUSHED != 0 && !self.ack.pingpong)) && drained)
+            {
+                time_to_ack = true;
+            }
+        }
+        if copied > 0 && !time_to_ack && !self.peer_fin {
+            let now_win = self.receive_window();
+            if 2 * now_win <= self.window_clamp {
+                let mut new_win = self.raw_select_window(cfg);
+                if let Some(p) = self.rcv_policy.as_ref() {
+                    // the policy shapes __tcp_select_window() too (seed 003's patch)
+                    new_win = p.peek(new_win, self.ack.rcv_mss).min(new_win);
+                }
+                if new_win != 0 && new_win >= 2 * now_win {
+                    time_to_ack = true;
+                }
+            }
+        }
+        if time_to_ack {
+            self.ack.send_now = true;
+        }
+    }
+
+    /// `shutdown(SHUT_WR)`: FIN after queued data.
+    pub fn shutdown_write(&mut self) -> Result<(), SockError> {
+        match self.state {
+            TcpState::SynSent | TcpState::SynRecv => {
+                self.fin_queued = true;
+                Ok(())
+            }
+            TcpState::Established => {
+                self.fin_queued = true;
+                self.state = TcpState::FinWait1;
+                Ok(())
+            }
+            TcpState::CloseWait => {
+                self.fin_queued = true;
+                self.state = TcpState::LastAck;
+                Ok(())
+            }
+            TcpState::FinWait1 | TcpState::FinWait2 | TcpState::Closing | TcpState::LastAck | TcpState::TimeWait => Ok(()),
+            _ => Err(SockError::NotConnected),
+        }
+    }
+
+    /// `close()`: FIN (or RST if unread data is discarded, as `tcp_close` does).
+    pub fn close(&mut self, cfg: &TcpConfig, now: Instant, out: &mut Out) {
+        self.orphan = true;
+        let unread = self.rcv_nxt.dist(self.copied_seq) > self.peer_fin_in_window() as u32;
+        match self.state {
+            TcpState::Closed | TcpState::Listen => self.enter_closed(),
+            TcpState::SynSent => self.enter_closed(),
+            _ if unread && (self.synchronized() || self.state == TcpState::SynRecv) => {
+                self.abort(out);
+            }
+            TcpState::SynRecv | TcpState::Established | TcpState::CloseWait => {
+                let _ = self.shutdown_write();
+            }
+            TcpState::FinWait2 => {
+                self.sk_timer = Some((timer_at(cfg, now, cfg.tcp_fin_timeout), SkTimer::FinWait2));
+            }
+            _ => {}
+        }
+    }
+
+    /// Sends RST and closes (`tcp_send_active_reset`).
+    pub fn abort(&mut self, out: &mut Out) {
+        if matches!(
+            self.state,
+            TcpState::SynRecv | TcpState::Established | TcpState::FinWait1 | TcpState::FinWait2 | TcpState::CloseWait | TcpState::Closing | TcpState::LastAck
+        ) {
+            out.rst.push_back(RstSpec { src: self.local, dst: self.remote, seq: self.snd_nxt, ack: Some(self.rcv_nxt), tos: self.tos });
+        }
+        self.orphan = true;
+        self.enter_closed();
+    }
+
+    /// `tcp_done()`: drops queues and timers; the endpoint frees the socket when orphaned.
+    pub fn enter_closed(&mut self) {
+        self.state = TcpState::Closed;
+        self.xmit_timer = None;
+        self.ack.timer = None;
+        self.sk_timer = None;
+        self.ack.send_now = false;
+        self.tx_syn = false;
+        self.tx_probe = false;
+        self.snd_ring = Ring::default();
+        self.rtx.clear();
+        self.ofo.ranges = Vec::new();
+    }
+
+    /// `setsockopt()`.
+    pub fn set_option(&mut self, cfg: &TcpConfig, opt: &SockOpt) -> Result<(), SockError> {
+        // before the SYN/SYN-ACK is built, buffer and clamp options shape the initial
+        // window and the window scale (tcp_select_initial_window)
+        let syn_pending = matches!(self.state, TcpState::SynSent | TcpState::SynRecv) && self.tx_syn;
+        match opt {
+            SockOpt::NoDelay(v) => self.nodelay = *v,
+            SockOpt::SndBuf(v) => {
+                let v = (*v).min(cfg.wmem_max);
+                self.sndbuf = (v.saturating_mul(2)).max(4608); // SOCK_MIN_SNDBUF
+                self.sndbuf_locked = true;
+            }
+            SockOpt::RcvBuf(v) => {
+                let v = (*v).min(cfg.rmem_max);
+                self.rcvbuf = (v.saturating_mul(2)).max(2304); // SOCK_MIN_RCVBUF
+                self.rcvbuf_locked = true;
+                if syn_pending {
+                    self.select_initial_window(cfg);
+                }
+            }
+            SockOpt::WindowClamp(v) => {
+                if *v == 0 {
+                    return Err(SockError::BadOption);
+                }
+                // TCP_WINDOW_CLAMP: at least SOCK_MIN_RCVBUF / 2
+                let v = (*v).max(1152);
+                self.user_window_clamp = v;
+                if self.window_clamp == 0 || self.window_clamp > v {
+                    self.window_clamp = v;
+                }
+                self.rcv_ssthresh = self.rcv_ssthresh.min(self.window_clamp);
+                if syn_pending {
+                    self.select_initial_window(cfg);
+                }
+            }
+            SockOpt::Congestion(name) => {
+                // tcp_set_congestion_control(): release the old module, init the new one
+                let algo = CongestionAlgo::from_name(name).map_err(|_| SockError::BadOption)?;
+                if algo.name() != self.cc.name() {
+                    self.cc.release();
+                    self.cc = algo.instantiate(cfg, &self.tp);
+                }
+            }
+            SockOpt::QuickAck(v) => {
+                if *v {
+                    self.enter_quickack_mode();
+                    if self.ack.pending & ACK_SCHED != 0 {
+                        self.ack.send_now = true;
+                    }
+                }
+            }
+            SockOpt::Tos(v) => self.tos = *v,
+            SockOpt::ThinLinearTimeouts(v) => self.thin.lto = *v,
+            SockOpt::ThinDupack(v) => self.thin.dupack = *v,
+            SockOpt::MaxSeg(v) => self.set_maxseg(cfg, *v as u32)?,
+            SockOpt::EarlyRetrans(v) => {
+                if *v > 4 {
+                    return Err(SockError::BadOption);
+                }
+                self.thin.early_retrans_mode = Some(*v);
+            }
+            SockOpt::Rdb(m) => self.thin.rdb_mode = Some(*m),
+        }
+        Ok(())
+    }
+
+    /// `TCP_MAXSEG`: only while the SYN / SYN-ACK has not been sent yet.
+    fn set_maxseg(&mut self, cfg: &TcpConfig, v: u32) -> Result<(), SockError> {
+        if v != 0 && v < TCP_MIN_MSS {
+            return Err(SockError::BadOption);
+        }
+        if !(matches!(self.state, TcpState::SynSent | TcpState::SynRecv) && self.tx_syn && !self.syn_retrans) {
+            return Err(SockError::InvalidState);
+        }
+        self.user_mss = v;
+        self.advmss = if v != 0 { cfg.advmss().min(v) } else { cfg.advmss() };
+        if self.state == TcpState::SynRecv {
+            // the peer's SYN was already negotiated: redo tcp_sync_mss
+            self.sync_mss();
+        }
+        self.select_initial_window(cfg);
+        Ok(())
+    }
+
+    /// Installs or removes the receiver-side window policy.
+    pub fn set_rcv_window_policy(&mut self, p: Option<Box<dyn RcvWindowPolicy>>) {
+        self.rcv_policy = p;
+    }
+
+    /// `tcp_get_info()`.
+    pub fn info(&self) -> TcpInfo {
+        TcpInfo {
+            state: self.state,
+            ca_state: self.ca_state,
+            cwnd: self.tp.snd_cwnd,
+            ssthresh: self.tp.snd_ssthresh,
+            srtt_us: self.rtt.srtt_us >> 3,
+            rttvar_us: self.rtt.mdev_us >> 2,
+            rto_us: self.rtt.rto.as_micros() as u32,
+            backoff: self.rtt.backoff,
+            snd_mss: self.mss_cache,
+            rcv_mss: self.ack.rcv_mss,
+            unacked: self.rtx.packets_out,
+            sacked: self.rtx.sacked_out,
+            lost: self.rtx.lost_out,
+            retrans: self.rtx.retrans_out,
+            total_retrans: self.stats.total_retrans,
+            snd_wnd: self.snd_wnd,
+            rcv_wnd: self.rcv_wnd,
+            rcv_ssthresh: self.rcv_ssthresh,
+            window_clamp: self.window_clamp,
+            sndbuf: self.sndbuf,
+            rcvbuf: self.rcvbuf,
+            notsent_bytes: self.unsent(),
+            bytes_acked: self.stats.bytes_acked,
+            bytes_received: self.stats.bytes_received,
+            segs_out: self.stats.segs_out,
+            segs_in: self.stats.segs_in,
+            delivered: self.rate.delivered as u64,
+            reordering: self.reordering,
+            reord_seen: self.stats.reord_seen,
+            dsack_dups: self.stats.dsack_count,
+            undo_count: self.undo.count,
+            delivery_rate: self.rate.delivery_rate,
+            rcv_wscale: self.rcv_wscale,
+            snd_wscale: self.snd_wscale,
+            congestion: self.cc.name(),
+            thin: self.stream_is_thin(),
+            rto_count: self.stats.rto_count,
+            thin_linear_timeouts: self.thin.lt_count,
+            thin_dupack_retrans: self.thin.dupack_count,
+            early_retrans: self.thin.er_count,
+            tlp_probes: self.thin.tlp_count,
+            rdb_packets: self.thin.rdb_packets,
+            rdb_bytes_bundled: self.thin.rdb_bytes,
+            rdb_loss_cwr: self.thin.rdb_loss_cwr,
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! Timers (`tcp_timer.c`): the retransmit timer with its kinds (RTO, persist, delayed
+//! early retransmit, loss probe, RACK reordering), the delayed-ACK timer and the socket
+//! timer (TIME_WAIT, orphaned FIN_WAIT2), plus the jiffy arithmetic kernel timers use.
+use super::{Conn, Out};
+use crate::api::{SockError, TcpState};
+use crate::config::TcpConfig;
+use wirelab_core::{Duration, Instant, SockEvent};
+
+/// The `icsk_retransmit_timer` kinds (`ICSK_TIME_*`): one timer, one pending kind, as in
+/// Linux.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum XmitTimer {
+    /// `ICSK_TIME_RETRANS`: RTO (also SYN/SYN-ACK retransmission).
+    Retrans,
+    /// `ICSK_TIME_PROBE0`: zero-window probe.
+    Probe0,
+    /// `ICSK_TIME_EARLY_RETRANS`: delayed early retransmit (`tcp_early_retrans` 2, 3).
+    EarlyRetrans,
+    /// `ICSK_TIME_LOSS_PROBE`: tail loss probe (`tcp_early_retrans` 3, 4).
+    LossProbe,
+    /// `ICSK_TIME_REO_TIMEOUT`: RACK reordering timer.
+    ReoTimeout,
+}
+
+impl XmitTimer {
+    /// This kind as a bit, for [`Conn::xmit_timer_is`] masks.
+    #[inline]
+    pub(crate) const fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+/// The socket timer (`sk_timer`) kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SkTimer {
+    /// TIME_WAIT expiry (`TCP_TIMEWAIT_LEN`).
+    TimeWait,
+    /// Orphaned FIN_WAIT2 expiry (`tcp_fin_timeout`).
+    FinWait2,
+}
+
+/// `jiffies` at `t`.
+#[inline]
+pub(crate) fn jiffies(cfg: &TcpConfig, t: Instant) -> u32 {
+    ((t.as_nanos() as u128 * cfg.hz as u128) / 1_000_000_000) as u32
+}
+
+/// Rounds a timer duration up to whole jiffies (`usecs_to_jiffies`) and the start down to
+/// the current tick, as a kernel timer armed at `jiffies + n` does.
+pub(crate) fn timer_at(cfg: &TcpConfig, now: Instant, d: Duration) -> Instant {
+    let j = cfg.jiffy().as_nanos().max(1);
+    let start = now.as_nanos() / j * j;
+    let n = d.as_nanos().div_ceil(j).max(1);
+    Instant::from_nanos(start + n * j)
+}
+
+/// `d` rounded up to whole jiffies.
+pub(crate) fn round_jiffies(cfg: &TcpConfig, d: Duration) -> Duration {
+    let j = cfg.jiffy().as_nanos().max(1);
+    Duration::from_nanos(d.as_nanos().div_ceil(j) * j)
+}
+
+impl Conn {
+    /// `inet_csk_reset_xmit_timer()`.
+    pub(super) fn reset_xmit_timer(&mut self, cfg: &TcpConfig, now: Instant, kind: XmitTimer, d: Duration) {
+        self.xmit_timer = Some((timer_at(cfg, now, d.min(cfg.rto_max)), kind));
+    }
+
+    /// Is the pending retransmit-timer kind one of `kinds` (a mask of [`XmitTimer::bit`])?
+    #[inline]
+    pub(super) fn xmit_timer_is(&self, kinds: u8) -> bool {
+        matches!(self.xmit_timer, Some((_, k)) if k.bit() & kinds != 0)
+    }
+
+    /// `tcp_rearm_rto()`. When an early-retransmit or loss-probe timer is pending, the RTO
+    /// keeps counting from the head's transmission instead of restarting.
+    pub(super) fn rearm_rto(&mut self, cfg: &TcpConfig, now: Instant) {
+        use XmitTimer::*;
+        if self.rtx.packets_out == 0 {
+            if self.xmit_timer_is(Retrans.bit() | EarlyRetrans.bit() | LossProbe.bit() | ReoTimeout.bit()) {
+                self.xmit_timer = None;
+            }
+        } else {
+            let mut rto = self.rtt.rto;
+            if self.xmit_timer_is(EarlyRetrans.bit() | LossProbe.bit() | ReoTimeout.bit()) {
+                if let Some(h) = self.rtx.q.front() {
+                    let left = (h.xmit + rto).saturating_since(now);
+                    if left > Duration::ZERO {
+                        rto = left;
+                    }
+                }
+            }
+            self.reset_xmit_timer(cfg, now, Retrans, rto);
+        }
+    }
+
+    /// `tcp_check_probe_timer()`.
+    pub(super) fn check_probe_timer(&mut self, cfg: &TcpConfig, now: Instant) {
+        if self.rtx.packets_out == 0 && self.xmit_timer.is_none() {
+            let d = self.rtt.probe0_when(cfg);
+            self.reset_xmit_timer(cfg, now, XmitTimer::Probe0, d);
+        }
+    }
+
+    /// Runs every due timer. A spurious call is a no-op.
+    pub fn on_timeout(&mut self, cfg: &TcpConfig, now: Instant, out: &mut Out) {
+        if let Some((t, kind)) = self.xmit_timer {
+            if t <= now {
+                self.xmit_timer = None;
+                match kind {
+                    XmitTimer::Retrans => self.retransmit_timer(cfg, now, out),
+                    XmitTimer::Probe0 => self.probe_timer(cfg, now),
+                    XmitTimer::EarlyRetrans => self.resume_early_retransmit(cfg, now),
+                    XmitTimer::LossProbe => self.loss_probe_timer(cfg, now),
+                    XmitTimer::ReoTimeout => self.rack_reo_timeout(cfg, now),
+                }
+            }
+        }
+        if let Some(t) = self.ack.timer {
+            if t <= now {
+                self.ack.timer = None;
+                // tcp_delack_timer_handler()
+                self.ack.timer_handler(self.rtt.rto);
+            }
+        }
+        if let Some((t, kind)) = self.sk_timer {
+            if t <= now {
+                self.sk_timer = None;
+                match kind {
+                    SkTimer::TimeWait | SkTimer::FinWait2 => {
+                        if !self.closed_notified {
+                            self.notify(out, SockEvent::Closed);
+                            self.closed_notified = true;
+                        }
+                        self.enter_closed();
+                    }
+                }
+            }
+        }
+    }
+
+    /// `retransmits_timed_out()` for `tcp_retries2` (time-based, as Linux ≥ 3.x).
+    fn write_timeout(&self, cfg: &TcpConfig, now: Instant) -> bool {
+        let Some(start) = self.retrans_stamp else { return false };
+        let boundary = cfg.tcp_retries2 as u64;
+        let rto_base = cfg.rto_min.as_nanos().max(1);
+        let thresh = (cfg.rto_max.as_nanos() / rto_base).max(1);
+        let linear_backoff_thresh = 63 - thresh.leading_zeros() as u64; // ilog2
+        let timeout = if boundary <= linear_backoff_thresh {
+            ((2u64 << boundary) - 1) * rto_base
+        } else {
+            ((2u64 << linear_backoff_thresh) - 1) * rto_base + (boundary - linear_backoff_thresh) * cfg.rto_max.as_nanos()
+        };
+        now.saturating_since(start).as_nanos() >= timeout
+    }
+
+    /// `tcp_retransmit_timer()` for SYN-SENT / SYN-RECV (`tcp_syn_retries`,
+    /// `tcp_synack_retries`).
+    fn syn_retransmit_timer(&mut self, cfg: &TcpConfig, now: Instant, out: &mut Out) {
+        let limit = if self.state == TcpState::SynSent { cfg.tcp_syn_retries } else { cfg.tcp_synack_retries };
+        if self.retransmits >= limit {
+            self.err = Some(SockError::TimedOut);
+            let ev = if self.state == TcpState::SynSent { SockEvent::ConnectFailed } else { SockEvent::Reset };
+            if self.listener.is_some() {
+                self.orphan = true;
+            }
+            self.notify(out, ev);
+            self.closed_notified = true;
+            self.enter_closed();
+            return;
+        }
+        self.retransmits += 1;
+        self.stats.rto_count += 1;
+        self.syn_retrans = true;
+        self.stats.total_retrans += 1;
+        self.tx_syn = true;
+        self.rtt.backoff += 1;
+        self.rtt.double_rto(cfg);
+        let rto = self.rtt.rto;
+        self.reset_xmit_timer(cfg, now, XmitTimer::Retrans, rto);
+    }
+
+    /// `tcp_retransmit_timer()`.
+    fn retransmit_timer(&mut self, cfg: &TcpConfig, now: Instant, out: &mut Out) {
+        match self.state {
+            TcpState::SynSent | TcpState::SynRecv => return self.syn_retransmit_timer(cfg, now, out),
+            TcpState::Closed | TcpState::Listen | TcpState::TimeWait => return,
+            _ => {}
+        }
+        if self.rtx.packets_out == 0 {
+            return;
+        }
+        if self.retransmits > 0 && self.write_timeout(cfg, now) {
+            self.err = Some(SockError::TimedOut);
+            if !self.closed_notified {
+                self.notify(out, SockEvent::Reset);
+                self.closed_notified = true;
+            }
+            self.enter_closed();
+            return;
+        }
+        self.enter_loss(cfg, now);
+        self.tlp.high_seq = None;
+        self.retransmits += 1;
+        self.rtt.backoff += 1;
+        self.stats.rto_count += 1;
+        if self.linear_timeout_applies(cfg) {
+            self.rtt.backoff = 0;
+            self.rtt.rto = self.rtt.base_rto(cfg);
+            self.thin.lt_count += 1;
+        } else {
+            self.rtt.double_rto(cfg);
+        }
+        let rto = self.rtt.rto;
+        self.reset_xmit_timer(cfg, now, XmitTimer::Retrans, rto);
+    }
+
+    /// `tcp_send_loss_probe()` (timer side): re-arm the RTO and let the next transmit
+    /// opportunity send the probe.
+    fn loss_probe_timer(&mut self, cfg: &TcpConfig, now: Instant) {
+        if self.rtx.packets_out == 0 {
+            return;
+        }
+        let rto = self.rtt.rto;
+        self.reset_xmit_timer(cfg, now, XmitTimer::Retrans, rto);
+        self.tlp.pending = true;
+    }
+
+    /// `tcp_probe_timer()`: zero-window probe.
+    fn probe_timer(&mut self, cfg: &TcpConfig, now: Instant) {
+        if self.rtx.packets_out > 0 || !self.has_unsent() {
+            self.probes_out = 0;
+            self.rtt.backoff = 0;
+            return;
+        }
+        // tcp_send_probe0() -> tcp_write_wakeup(): data if any window is left (cut to
+        // fit), else a zero-window probe
+        if (self.snd_una + self.snd_wnd).after(self.snd_nxt) {
+            self.tx_wakeup = true;
+            self.probes_out = 0;
+            self.rtt.backoff = 0;
+            return;
+        }
+        self.tx_probe = true;
+        self.probes_out += 1;
+        self.rtt.backoff += 1;
+        let d = self.rtt.probe0_when(cfg);
+        self.reset_xmit_timer(cfg, now, XmitTimer::Probe0, d);
+    }
+}

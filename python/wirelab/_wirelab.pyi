@@ -1,0 +1,56 @@
+"""Type stub of the compiled extension ``wirelab._wirelab`` (crates/wirelab-py/src/lib.rs).
+
+The public API is in ``wirelab`` (``run``, ``validate``, ``Result``); these are the
+low-level entry points it wraps."""
+from typing import Callable, Optional, Sequence
+
+__version__: str
+
+class WirelabError(Exception):
+    """Base class of wirelab errors."""
+
+class ScenarioError(ValueError):
+    """A scenario is invalid; the message reads ``FILE:LINE:COL: key `KEY`: MESSAGE``
+    (``wirelab.exceptions.translate`` turns it into ``wirelab.ScenarioError`` with the
+    parts as attributes)."""
+
+def run(
+    path: str,
+    out: str,
+    seed: Optional[int] = None,
+    overrides: Sequence[str] = ...,
+    text: Optional[str] = None,
+    progress: Optional[Callable[[float, float], object]] = None,
+) -> str:
+    """Runs the scenario file ``path`` (or the TOML ``text``, named ``path`` in errors) into
+    the directory ``out``; returns the path of ``summary.json``. ``overrides`` are
+    ``KEY=VALUE`` strings as ``wirelab run --set``; ``progress(simulated_s, total_s)`` is
+    called about 200 times. Raises ``ScenarioError`` or ``OSError``."""
+
+def validate(path: str, overrides: Sequence[str] = ..., text: Optional[str] = None) -> None:
+    """Parses and builds the scenario without running it; raises ``ScenarioError``."""
+
+def cli_main(argv: Sequence[str]) -> int:
+    """The Rust command line (``argv[0]`` is the program name); returns the exit code."""
+
+def packetdrill(
+    paths: Sequence[str],
+    profile: str = "linux-6",
+    seed: int = 1,
+    tolerance_usecs: Optional[int] = None,
+    defines: Sequence[tuple[str, str]] = ...,
+) -> list[dict]:
+    """Runs packetdrill scripts against the TCP engine; one dict per script with ``path``,
+    ``status`` (pass/fail/parse_error/unsupported), ``exit_code``, ``message``, ``notes``,
+    ``printed`` (``wirelab.packetdrill`` wraps it)."""
+
+def cli_packetdrill(
+    scripts: Sequence[str],
+    profile: str = "linux-6",
+    seed: int = 1,
+    tolerance_usecs: Optional[int] = None,
+    defines: Sequence[str] = ...,
+    verbose: bool = False,
+    json: Optional[str] = None,
+) -> int:
+    """``wirelab packetdrill``; returns the exit code."""
