@@ -46,3 +46,19 @@ def test_bad_and_unsupported_scripts(tmp_path):
 def test_needs_a_script():
     with pytest.raises(ValueError):
         wirelab.packetdrill()
+
+
+def test_cli_subcommand(tmp_path, capfd):
+    from wirelab.cli import main
+
+    out = tmp_path / "r.json"
+    assert main(["packetdrill", str(OWN / "thin-linear-timeouts.pkt"), "--json", str(out)]) == 0
+    assert "PASS" in capfd.readouterr().out
+    import json
+
+    [row] = json.loads(out.read_text())
+    assert (row["status"], row["rc"]) == ("PASS", 0)
+    odd = tmp_path / "odd.pkt"
+    odd.write_text("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 frobnicate(3) = 0\n")
+    assert main(["packetdrill", str(odd)]) == 2
+    assert main(["packetdrill", str(odd), "-D", "NOEQUALS"]) == 2
