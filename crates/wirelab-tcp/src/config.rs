@@ -215,6 +215,20 @@ pub struct TcpConfig {
     pub hz: u32,
     /// Interface MTU; the advertised MSS is `mtu - 40`.
     pub mtu: u32,
+    /// TSO/GSO as Linux 6 sizes it (profile property): writes become skbs of up to
+    /// `size_goal`, sent in TSO packets of `tcp_tso_autosize()` segments (PSH on each
+    /// multi-segment packet), small ones deferred by `tcp_tso_should_defer()`. Off (the
+    /// older profiles): one segment at a time, PSH where the unsent data ends.
+    pub tso: bool,
+    /// `net.ipv4.tcp_min_tso_segs`: fewest segments a TSO packet is sized for.
+    pub tcp_min_tso_segs: u32,
+    /// `net.ipv4.tcp_tso_win_divisor`: defer a TSO packet smaller than
+    /// min(snd_wnd, cwnd) / divisor (0: at most 3 MSS deferred).
+    pub tcp_tso_win_divisor: u32,
+    /// `net.ipv4.tcp_pacing_ss_ratio` (%): pacing rate in slow start, which sizes TSO packets.
+    pub tcp_pacing_ss_ratio: u32,
+    /// `net.ipv4.tcp_pacing_ca_ratio` (%): pacing rate in congestion avoidance.
+    pub tcp_pacing_ca_ratio: u32,
     /// CUBIC module parameters.
     pub cubic: CubicParams,
 }
@@ -304,6 +318,11 @@ impl TcpConfig {
             timewait_len: Duration::from_secs(60),
             hz: 1000,
             mtu: 1500,
+            tso: true,
+            tcp_min_tso_segs: 2,
+            tcp_tso_win_divisor: 3,
+            tcp_pacing_ss_ratio: 200,
+            tcp_pacing_ca_ratio: 120,
             cubic: CubicParams::default(),
         }
     }
@@ -317,6 +336,7 @@ impl TcpConfig {
             "linux-6" | "default" => {}
             "linux-4.6" => {
                 c.profile = "linux-4.6";
+                c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.rcv_space_style = RcvSpaceStyle::Steps;
                 c.tcp_rmem = [4096, 87380, 6291456];
                 c.hz = 250;
@@ -325,6 +345,7 @@ impl TcpConfig {
             }
             "linux-3.14" => {
                 c.profile = "linux-3.14";
+                c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 c.tcp_rmem = [4096, 87380, 6291456];
                 c.hz = 250;
@@ -334,6 +355,7 @@ impl TcpConfig {
             }
             "linux-2.6.37" => {
                 c.profile = "linux-2.6.37";
+                c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 c.tcp_rmem = [4096, 87380, 4194304];
                 c.tcp_wmem = [4096, 16384, 4194304];
@@ -351,6 +373,7 @@ impl TcpConfig {
             }
             "linux-2.2" => {
                 c.profile = "linux-2.2";
+                c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 // 2.2 had no tcp_rmem/tcp_wmem; net.core.{r,w}mem_default was 64 KiB.
                 c.tcp_rmem = [4096, 65535, 65535];
@@ -377,6 +400,7 @@ impl TcpConfig {
             "freebsd-4.10" => {
                 // Approximation: Linux machinery with FreeBSD 4.x defaults (docs/tcp.md).
                 c.profile = "freebsd-4.10";
+                c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 // FreeBSD's sb_hiwat counts payload (net.inet.tcp.recvspace 65536,
                 // sendspace 32768); Linux charges truesize and advertises rcvbuf/2
@@ -473,6 +497,25 @@ impl TcpConfig {
             }
             "tcp_rdb_max_bytes" => self.tcp_rdb_max_bytes = parse_u32(key, v)?,
             "tcp_rdb_max_packets" => self.tcp_rdb_max_packets = parse_u32(key, v)?,
+            "tcp_min_tso_segs" => {
+                let x = parse_u32(key, v)?;
+                if !(1..=255).contains(&x) {
+                    return Err(ConfigError::new(format!("{key}: expected 1..=255, got `{v}`")));
+                }
+                self.tcp_min_tso_segs = x;
+            }
+            "tcp_tso_win_divisor" => self.tcp_tso_win_divisor = parse_u32(key, v)?,
+            "tcp_pacing_ss_ratio" | "tcp_pacing_ca_ratio" => {
+                let x = parse_u32(key, v)?;
+                if x > 1000 {
+                    return Err(ConfigError::new(format!("{key}: expected 0..=1000 (%), got `{v}`")));
+                }
+                if short == "tcp_pacing_ss_ratio" {
+                    self.tcp_pacing_ss_ratio = x;
+                } else {
+                    self.tcp_pacing_ca_ratio = x;
+                }
+            }
             "tcp_thin_dpifl_itt_lower_bound" => {
                 let x = parse_u32(key, v)?;
                 if x < 10_000 {

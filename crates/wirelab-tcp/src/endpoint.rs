@@ -431,9 +431,17 @@ impl TcpEndpoint {
 
     /// `write()`: copies what fits in the send buffer; `Ok(0)` means "would block" and a
     /// `Writable` event follows when space frees up.
-    pub fn send(&mut self, _now: Instant, s: SocketId, data: &[u8]) -> Result<usize, SockError> {
-        let c = self.conn_mut(s).ok_or(SockError::InvalidSocket)?;
-        let r = c.send(data);
+    pub fn send(&mut self, now: Instant, s: SocketId, data: &[u8]) -> Result<usize, SockError> {
+        self.send_more(now, s, data, false)
+    }
+
+    /// `sendmsg()` with `MSG_MORE` when `more`: like [`send`](Self::send), but the data is
+    /// not pushed: no PSH mark and Nagle corked for this write (`tcp_push()`), so a partial
+    /// segment waits for more data, an ACK-driven push or the probe timer.
+    pub fn send_more(&mut self, _now: Instant, s: SocketId, data: &[u8], more: bool) -> Result<usize, SockError> {
+        let cfg = &self.cfg;
+        let Some(Slot::Conn(c)) = self.slots.get_mut(s.0 as usize) else { return Err(SockError::InvalidSocket) };
+        let r = c.send_more(cfg, data, more);
         self.touch(s.0);
         self.clean_heap();
         r

@@ -165,6 +165,8 @@ impl Conn {
         self.ack.rcv_mss = hint.max(TCP_MIN_MSS);
         self.rcvq.space = self.rcv_ssthresh.min(self.rcv_wnd).min(cfg.init_cwnd * self.advmss);
         self.max_window = self.max_window.max(self.snd_wnd);
+        // tcp_rcv_state_process() / tcp_finish_connect(): the first pacing rate
+        self.update_pacing_rate(cfg);
     }
 
     /// `tcp_sndbuf_expand()`: room for 2·max(IW, cwnd, reordering+1) segments, with

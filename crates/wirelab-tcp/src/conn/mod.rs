@@ -19,7 +19,9 @@
 //! socket/timer/input → recovery/rack → output → parts (output only calls back into
 //! recovery to schedule a loss probe, as `tcp_write_xmit()` does).
 //!
-//! Segments are MSS-sized (no TSO/GSO). cwnd and the scoreboard count packets, as Linux.
+//! Segments are MSS-sized, grouped as Linux's TSO packets when the profile has `tso`
+//! ([`tso`]: skbs, PSH marks, `tcp_tso_autosize`, deferral) and sent one by one as GSO
+//! would. cwnd and the scoreboard count packets, as Linux.
 use crate::api::{RcvWindowPolicy, SockError, SocketId, TcpState};
 use crate::cc::{CaState, CcSock, CongestionOps};
 use crate::config::TcpConfig;
@@ -43,6 +45,7 @@ mod scoreboard;
 mod socket;
 mod thin;
 mod timer;
+mod tso;
 mod undo;
 
 pub(crate) use timer::{SkTimer, XmitTimer};
@@ -188,6 +191,8 @@ pub(crate) struct Conn {
     /// `icsk_probes_out`.
     probes_out: u32,
     rate: RateState,
+    /// The write queue as skbs, the TSO packet in flight out, sizing state.
+    wq: tso::WriteQueue,
 
     // ---- receive side ----
     irs: SeqNumber,
@@ -302,6 +307,7 @@ impl Conn {
             retrans_stamp: None,
             probes_out: 0,
             rate: RateState::new(now),
+            wq: tso::WriteQueue::new(iss),
             irs: SeqNumber(0),
             rcv_nxt: SeqNumber(0),
             rcv_wnd: 0,

@@ -214,6 +214,8 @@ mod test {
                 first_tx: t,
                 delivered_mstamp: t,
                 delivered: 0,
+                piece: 0,
+                psh: false,
             });
         }
         let mut r = Rack::new(SeqNumber(0));

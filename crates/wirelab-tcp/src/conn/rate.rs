@@ -105,6 +105,8 @@ mod test {
                 first_tx,
                 delivered_mstamp: dm,
                 delivered: d,
+                piece: 0,
+                psh: false,
             });
         }
         // all ACKed together at 109 ms: interval = max(send 9 ms, ack 109 ms)

@@ -582,6 +582,7 @@ impl Conn {
             self.sync_tp(cfg, now);
             self.cc.cong_avoid(&mut self.tp, acked_sacked.max(1));
         }
+        self.update_pacing_rate(cfg);
     }
 
     /// `tcp_cwnd_reduction()`: Proportional Rate Reduction (RFC 6937).

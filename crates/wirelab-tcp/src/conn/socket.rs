@@ -11,8 +11,9 @@ use crate::ring::Ring;
 use wirelab_core::Instant;
 
 impl Conn {
-    /// `write()`: copies what fits in the send buffer.
-    pub fn send(&mut self, data: &[u8]) -> Result<usize, SockError> {
+    /// `write()` / `sendmsg()` with `MSG_MORE` if `more`: the data is not pushed (no PSH mark, Nagle
+    /// corked for this write's push), as `tcp_push()` does.
+    pub fn send_more(&mut self, cfg: &TcpConfig, data: &[u8], more: bool) -> Result<usize, SockError> {
         if let Some(e) = self.err {
             return Err(e);
         }
@@ -30,7 +31,13 @@ impl Conn {
             self.write_blocked = true;
         }
         if n > 0 {
+            let write_seq = self.write_seq();
             self.snd_ring.push(&data[..n]);
+            if cfg.tso {
+                let segs = super::tso::tso_segs(self.wq.pacing_rate, self.mss_cache, self.rtt.min_rtt_us, cfg.tcp_min_tso_segs);
+                let goal = super::tso::size_goal(self.mss_cache, self.max_window, segs);
+                self.wq.append(write_seq, n as u32, goal, self.max_window, more);
+            }
         }
         Ok(n)
     }
@@ -191,6 +198,7 @@ impl Conn {
         self.tx_probe = false;
         self.snd_ring = Ring::default();
         self.rtx.clear();
+        self.wq.clear();
         self.ofo.ranges = Vec::new();
     }
 

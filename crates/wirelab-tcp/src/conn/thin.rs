@@ -167,6 +167,8 @@ mod test {
                 first_tx: Instant::ZERO,
                 delivered_mstamp: Instant::ZERO,
                 delivered: 0,
+                piece: 0,
+                psh: false,
             });
         }
         // an ACK ending exactly at the bundle's end: segment 1 is presumed lost, not 0
