@@ -238,7 +238,7 @@ fn command(cmd: &str, dir: &Path, depth: u32, out: &mut Vec<Effect>) -> Result<(
                 && rest[2..].chunks(2).all(|c| c.len() == 2 && matches!(c[0], "tso" | "gso") && c[1] == "off");
             if offloads_off {
                 out.push(Effect::Note(
-                    "`ethtool -K tun0 tso/gso off`: wirelab's TCP sends MSS-sized segments, as with these offloads off".into(),
+                    "`ethtool -K tun0 tso/gso off`: no effect on TCP on Linux 6 (sk_setup_caps() always enables GSO for TCP sockets), nor on wirelab".into(),
                 ));
                 return Ok(());
             }
@@ -309,16 +309,10 @@ pub fn apply_sysctl(cfg: &mut TcpConfig, key: &str, value: &str) -> Result<Optio
         ("tcp_fack", "0") => note("FACK was removed in Linux 4.15; wirelab has none"),
         ("tcp_ecn", "0") => note("ECN off, as wirelab's TCP has it"),
         ("tcp_ecn_option", _) => note("the AccECN option is only used with tcp_ecn=3, which wirelab does not offer"),
-        ("tcp_pacing_ss_ratio" | "tcp_pacing_ca_ratio", _) => {
-            note("pacing ratios only matter with fq or internal pacing, which wirelab's TCP does not do")
-        }
         ("tcp_notsent_lowat", "4294967295") => note("no TCP_NOTSENT_LOWAT limit (the default)"),
         ("tcp_fastopen" | "tcp_fastopen_key", _) => note("Fast Open is not modelled; scripts using it fail on their TFO lines"),
         ("tcp_syncookies", "1" | "2") => {
             note("the engine's SYN queue is unbounded, which is what syncookies amount to for a well-behaved peer")
-        }
-        ("tcp_tso_win_divisor" | "tcp_min_tso_segs", _) => {
-            note("TSO sizing is not modelled: the engine sends MSS-sized segments and the runner aggregates them as packetdrill does")
         }
         ("tcp_mtu_probing", "0") => note("MTU probing off, as wirelab has it"),
         _ => Err(engine_err),
