@@ -745,7 +745,8 @@ impl<'a> Runner<'a> {
 
     /// `run_code_event()`: snapshots `tcp_info` now.
     fn snapshot(&mut self, line: u32, text: &str) -> Result<(), Stop> {
-        let info = self.sut_conn().and_then(|id| self.ep.as_ref()?.info(id));
+        let now = self.now;
+        let info = self.sut_conn().and_then(|id| self.ep.as_ref()?.info_at(now, id));
         let Some(i) = info else {
             return Err(self.fail(line, "runtime error in code: no socket to use for code"));
         };

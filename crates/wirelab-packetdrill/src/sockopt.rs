@@ -123,7 +123,7 @@ pub(crate) fn getsockopt(r: &mut Runner, line: u32, s: &SyscallSpec) -> Result<(
     let name = int_arg(r, line, &s.args[2])?;
     let sk = &r.socks[si];
     let conn = sk.engine.filter(|_| !sk.listener);
-    let info = conn.and_then(|id| r.ep.as_ref()?.info(id));
+    let info = conn.and_then(|id| r.ep.as_ref()?.info_at(r.now, id));
     let cfg = r.ep.as_ref().map_or(&r.tcp_cfg, |e| e.config());
     let v = match (level, name) {
         // sock_getsockopt(SO_SNDBUF/SO_RCVBUF): sk_sndbuf, doubled by setsockopt

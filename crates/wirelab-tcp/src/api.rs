@@ -197,6 +197,19 @@ pub struct TcpInfo {
     pub snd_mss: u32,
     /// Receiver's estimate of the peer's MSS (`icsk_ack.rcv_mss`).
     pub rcv_mss: u32,
+    /// MSS we advertise (`tp->advmss`).
+    pub advmss: u32,
+    /// Minimum RTT seen (µs; `u32::MAX` before the first sample, as `tcpi_min_rtt`'s
+    /// `~0U`).
+    pub min_rtt_us: u32,
+    /// Unanswered zero-window / keepalive probes (`icsk_probes_out`).
+    pub probes: u32,
+    /// Time with data queued or in flight (µs, `tcpi_busy_time`; jiffy granularity).
+    pub busy_time_us: u64,
+    /// Of that, time limited by the peer's receive window (µs, `tcpi_rwnd_limited`).
+    pub rwnd_limited_us: u64,
+    /// Of that, time limited by the send buffer (µs, `tcpi_sndbuf_limited`).
+    pub sndbuf_limited_us: u64,
     /// `packets_out`.
     pub unacked: u32,
     /// `sacked_out`.

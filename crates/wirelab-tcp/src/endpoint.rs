@@ -234,7 +234,7 @@ impl TcpEndpoint {
                 self.clean_heap();
                 return;
             }
-            c.enter_closed();
+            c.enter_closed(now);
             c.orphan = true;
             self.touch(id.0);
         }
@@ -438,10 +438,10 @@ impl TcpEndpoint {
     /// `sendmsg()` with `MSG_MORE` when `more`: like [`send`](Self::send), but the data is
     /// not pushed: no PSH mark and Nagle corked for this write (`tcp_push()`), so a partial
     /// segment waits for more data, an ACK-driven push or the probe timer.
-    pub fn send_more(&mut self, _now: Instant, s: SocketId, data: &[u8], more: bool) -> Result<usize, SockError> {
+    pub fn send_more(&mut self, now: Instant, s: SocketId, data: &[u8], more: bool) -> Result<usize, SockError> {
         let cfg = &self.cfg;
         let Some(Slot::Conn(c)) = self.slots.get_mut(s.0 as usize) else { return Err(SockError::InvalidSocket) };
-        let r = c.send_more(cfg, data, more);
+        let r = c.send_more(cfg, now, data, more);
         self.touch(s.0);
         self.clean_heap();
         r
@@ -513,11 +513,11 @@ impl TcpEndpoint {
     }
 
     /// Sends RST and frees the socket.
-    pub fn abort(&mut self, _now: Instant, s: SocketId) {
+    pub fn abort(&mut self, now: Instant, s: SocketId) {
         let (_, slots, mut out) = self.out_parts();
         if let Some(Slot::Conn(c)) = slots.get_mut(s.0 as usize) {
             c.listener = None;
-            c.abort(&mut out);
+            c.abort(now, &mut out);
             self.touch(s.0);
             self.clean_heap();
         }
@@ -567,9 +567,17 @@ impl TcpEndpoint {
         }
     }
 
-    /// `getsockopt(TCP_INFO)`; `None` for listeners and freed sockets.
+    /// `getsockopt(TCP_INFO)`; `None` for listeners and freed sockets. The busy /
+    /// rwnd-limited / sndbuf-limited times count up to the last change of condition (see
+    /// [`info_at`](Self::info_at)).
     pub fn info(&self, s: SocketId) -> Option<TcpInfo> {
-        self.conn(s).map(|c| c.info())
+        self.conn(s).map(|c| c.info(None))
+    }
+
+    /// [`info`](Self::info) at `now`: the busy / rwnd-limited / sndbuf-limited times
+    /// include the running condition up to `now`, as `getsockopt(TCP_INFO)` does.
+    pub fn info_at(&self, now: Instant, s: SocketId) -> Option<TcpInfo> {
+        self.conn(s).map(|c| c.info(Some(now)))
     }
 
     /// State of a socket (listeners report `Listen`).

@@ -64,7 +64,7 @@ impl Conn {
                 self.err = Some(SockError::ConnectionRefused);
                 self.notify(out, SockEvent::ConnectFailed);
                 self.closed_notified = true;
-                self.enter_closed();
+                self.enter_closed(now);
             }
             return;
         }
@@ -185,7 +185,7 @@ impl Conn {
     /// sequence space is ACKed.
     fn rcv_timewait(&mut self, cfg: &TcpConfig, now: Instant, r: &TcpRepr) {
         if r.has(flags::RST) {
-            self.enter_closed();
+            self.enter_closed(now);
             return;
         }
         if r.has(flags::FIN) {
@@ -228,7 +228,7 @@ impl Conn {
         if r.has(flags::RST) {
             // RFC 5961 §3: exact match resets, otherwise a challenge ACK.
             if r.seq == self.rcv_nxt {
-                self.on_reset(out);
+                self.on_reset(now, out);
             } else {
                 self.ack.send_now = true;
             }
@@ -277,7 +277,7 @@ impl Conn {
     }
 
     /// `tcp_reset()`: the peer reset the connection.
-    fn on_reset(&mut self, out: &mut Out) {
+    fn on_reset(&mut self, now: Instant, out: &mut Out) {
         let was_closing = matches!(self.state, TcpState::LastAck | TcpState::Closing | TcpState::TimeWait);
         if self.state == TcpState::SynRecv && self.listener.is_some() {
             self.orphan = true;
@@ -291,7 +291,7 @@ impl Conn {
             self.notify(out, SockEvent::Reset);
             self.closed_notified = true;
         }
-        self.enter_closed();
+        self.enter_closed(now);
     }
 
     /// `tcp_send_dupack()`: out-of-window or duplicate data; D-SACK it and enter quick-ACK.
@@ -400,7 +400,7 @@ impl Conn {
         if self.fin_acked(cfg, now, out) {
             return;
         }
-        self.check_space(cfg, freed, out);
+        self.check_space(cfg, now, freed, out);
     }
 
     /// `tcp_ack_update_window()`: returns `FLAG_WIN_UPDATE` when the window changed.
@@ -459,6 +459,11 @@ impl Conn {
         }
         if self.rtx.packets_out == 0 && self.rtx.q.capacity() > 64 {
             self.rtx.q = VecDeque::new();
+        }
+        if self.rtx.q.is_empty() {
+            // the whole rtx queue is acknowledged: tcp_chrono_stop(TCP_CHRONO_BUSY)
+            let empty = !self.has_unsent();
+            self.chrono.stop(super::timer::jiffies(cfg, now), super::chrono::ChronoType::Busy, empty);
         }
         self.snd_una = ack;
         if self.snd_nxt.before(self.snd_una) {
@@ -547,7 +552,7 @@ impl Conn {
                     self.notify(out, SockEvent::Closed);
                     self.closed_notified = true;
                 }
-                self.enter_closed();
+                self.enter_closed(now);
                 return true;
             }
             _ => {}
@@ -556,7 +561,7 @@ impl Conn {
     }
 
     /// `tcp_check_space()`: wake a blocked writer, expanding sndbuf if allowed.
-    fn check_space(&mut self, cfg: &TcpConfig, freed: u32, out: &mut Out) {
+    fn check_space(&mut self, cfg: &TcpConfig, now: Instant, freed: u32, out: &mut Out) {
         if !self.write_blocked || freed == 0 {
             return;
         }
@@ -569,6 +574,8 @@ impl Conn {
         if cap > queued && cap - queued >= queued / 2 {
             self.write_blocked = false;
             self.notify(out, SockEvent::Writable);
+            let empty = self.queues_empty();
+            self.chrono.stop(super::timer::jiffies(cfg, now), super::chrono::ChronoType::SndbufLimited, empty);
         }
     }
 

@@ -31,6 +31,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddrV4;
 use wirelab_core::{Instant, SockEvent};
 
+mod chrono;
 mod delack;
 mod input;
 mod ofo;
@@ -191,6 +192,10 @@ pub(crate) struct Conn {
     /// `icsk_probes_out`.
     probes_out: u32,
     rate: RateState,
+    /// `tcp_chrono_*`: busy / rwnd-limited / sndbuf-limited time.
+    chrono: chrono::Chrono,
+    /// The last `tcp_write_xmit()` stopped at the peer's window (`is_rwnd_limited`).
+    rwnd_hit: bool,
     /// The write queue as skbs, the TSO packet in flight out, sizing state.
     wq: tso::WriteQueue,
 
@@ -307,6 +312,8 @@ impl Conn {
             retrans_stamp: None,
             probes_out: 0,
             rate: RateState::new(now),
+            chrono: chrono::Chrono::new(),
+            rwnd_hit: false,
             wq: tso::WriteQueue::new(iss),
             irs: SeqNumber(0),
             rcv_nxt: SeqNumber(0),

@@ -3,7 +3,9 @@
 //! building a segment (`tcp_transmit_skb` → `emit`), window selection
 //! (`tcp_select_initial_window`, `__tcp_select_window`, `tcp_select_window`) and cwnd
 //! validation (`tcp_cwnd_validate`, RFC 2861).
+use super::chrono::ChronoType;
 use super::scoreboard::{TxSeg, SACKED_ACKED, SACKED_RETRANS};
+use super::timer::jiffies;
 use super::{Conn, XmitTimer, TCPOLEN_TSTAMP_ALIGNED, TCP_MAX_WSCALE};
 use crate::api::TcpState;
 use crate::cc::{CaEvent, CaState};
@@ -378,6 +380,25 @@ impl Conn {
         if !matches!(self.state, TcpState::Established | TcpState::CloseWait | TcpState::FinWait1 | TcpState::LastAck) {
             return None;
         }
+        self.rwnd_hit = false;
+        let t = self.write_xmit_one(cfg, now, buf, wakeup, probe);
+        // the end of tcp_write_xmit(): the receive-window chronograph
+        let j = jiffies(cfg, now);
+        if self.rwnd_hit {
+            self.chrono.start(j, ChronoType::RwndLimited);
+        } else {
+            let empty = self.queues_empty();
+            self.chrono.stop(j, ChronoType::RwndLimited, empty);
+        }
+        t
+    }
+
+    /// Nothing unacknowledged and nothing unsent (`tcp_rtx_and_write_queues_empty()`).
+    pub(super) fn queues_empty(&self) -> bool {
+        self.rtx.packets_out == 0 && !self.has_unsent()
+    }
+
+    fn write_xmit_one(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, wakeup: bool, probe: bool) -> Option<Transmit> {
         if cfg.tso && !wakeup && (self.unsent() > 0 || self.wq.piece.is_some()) {
             return self.write_xmit_tso(cfg, now, buf, probe);
         }
@@ -408,6 +429,7 @@ impl Conn {
         // tcp_snd_wnd_test()
         let end = self.snd_nxt + len + with_fin as u32;
         if end.after(self.snd_una + self.snd_wnd) {
+            self.rwnd_hit = true;
             if self.rtx.packets_out == 0 {
                 self.check_probe_timer(cfg, now);
             }
@@ -455,6 +477,7 @@ impl Conn {
         // tcp_snd_wnd_test(): the first MSS must fit in the window
         let wnd_end = self.snd_una + self.snd_wnd;
         if (self.snd_nxt + skb_len.min(mss)).after(wnd_end) {
+            self.rwnd_hit = true;
             if self.rtx.packets_out == 0 {
                 self.check_probe_timer(cfg, now);
             }
@@ -492,6 +515,9 @@ impl Conn {
                     fin: fin_in_skb,
                 };
                 if super::tso::should_defer(&ctx) {
+                    // deferred for want of receive window (tcp_tso_should_defer()'s
+                    // is_rwnd_limited)
+                    self.rwnd_hit = ctx.cong_win >= ctx.send_win && ctx.send_win <= skb_len;
                     self.cwnd_validate(cfg, now, in_flight + 1 >= cwnd);
                     return None;
                 }
@@ -636,6 +662,10 @@ impl Conn {
             self.snd_cwnd_used = self.snd_cwnd_used.max(self.rtx.packets_out);
             if cfg.tcp_slow_start_after_idle && now.saturating_since(self.snd_cwnd_stamp) >= self.rtt.rto {
                 self.cwnd_application_limited(cfg, now);
+            }
+            // starved by a full send buffer: all written data sent, the writer blocked
+            if !self.has_unsent() && self.write_blocked && matches!(self.state, TcpState::Established | TcpState::CloseWait) {
+                self.chrono.start(jiffies(cfg, now), ChronoType::SndbufLimited);
             }
         }
     }

@@ -13,7 +13,7 @@ use wirelab_core::Instant;
 impl Conn {
     /// `write()` / `sendmsg()` with `MSG_MORE` if `more`: the data is not pushed (no PSH mark, Nagle
     /// corked for this write's push), as `tcp_push()` does.
-    pub fn send_more(&mut self, cfg: &TcpConfig, data: &[u8], more: bool) -> Result<usize, SockError> {
+    pub fn send_more(&mut self, cfg: &TcpConfig, now: Instant, data: &[u8], more: bool) -> Result<usize, SockError> {
         if let Some(e) = self.err {
             return Err(e);
         }
@@ -32,6 +32,10 @@ impl Conn {
         }
         if n > 0 {
             let write_seq = self.write_seq();
+            if self.unsent() == 0 {
+                // tcp_add_write_queue_tail(): the first skb of an empty write queue
+                self.chrono.start(super::timer::jiffies(cfg, now), super::chrono::ChronoType::Busy);
+            }
             self.snd_ring.push(&data[..n]);
             if cfg.tso {
                 let segs = super::tso::tso_segs(self.wq.pacing_rate, self.mss_cache, self.rtt.min_rtt_us, cfg.tcp_min_tso_segs);
@@ -160,10 +164,10 @@ impl Conn {
         self.orphan = true;
         let unread = self.rcv_nxt.dist(self.copied_seq) > self.peer_fin_in_window() as u32;
         match self.state {
-            TcpState::Closed | TcpState::Listen => self.enter_closed(),
-            TcpState::SynSent => self.enter_closed(),
+            TcpState::Closed | TcpState::Listen => self.enter_closed(now),
+            TcpState::SynSent => self.enter_closed(now),
             _ if unread && (self.synchronized() || self.state == TcpState::SynRecv) => {
-                self.abort(out);
+                self.abort(now, out);
             }
             TcpState::SynRecv | TcpState::Established | TcpState::CloseWait => {
                 let _ = self.shutdown_write();
@@ -176,7 +180,7 @@ impl Conn {
     }
 
     /// Sends RST and closes (`tcp_send_active_reset`).
-    pub fn abort(&mut self, out: &mut Out) {
+    pub fn abort(&mut self, now: Instant, out: &mut Out) {
         if matches!(
             self.state,
             TcpState::SynRecv | TcpState::Established | TcpState::FinWait1 | TcpState::FinWait2 | TcpState::CloseWait | TcpState::Closing | TcpState::LastAck
@@ -184,11 +188,11 @@ impl Conn {
             out.rst.push_back(RstSpec { src: self.local, dst: self.remote, seq: self.snd_nxt, ack: Some(self.rcv_nxt), tos: self.tos });
         }
         self.orphan = true;
-        self.enter_closed();
+        self.enter_closed(now);
     }
 
     /// `tcp_done()`: drops queues and timers; the endpoint frees the socket when orphaned.
-    pub fn enter_closed(&mut self) {
+    pub fn enter_closed(&mut self, now: Instant) {
         self.state = TcpState::Closed;
         self.xmit_timer = None;
         self.ack.timer = None;
@@ -199,6 +203,9 @@ impl Conn {
         self.snd_ring = Ring::default();
         self.rtx.clear();
         self.wq.clear();
+        // tcp_write_queue_purge(): tcp_chrono_stop(TCP_CHRONO_BUSY) with both queues empty
+        let j = ((now.as_nanos() as u128 * self.tp.hz as u128) / 1_000_000_000) as u32; // jiffies()
+        self.chrono.stop(j, super::chrono::ChronoType::Busy, true);
         self.ofo.ranges = Vec::new();
     }
 
@@ -291,9 +298,19 @@ impl Conn {
         self.rcv_policy = p;
     }
 
-    /// `tcp_get_info()`.
-    pub fn info(&self) -> TcpInfo {
+    /// `tcp_get_info()` at `now` (`None`: the time-based fields — busy, rwnd- and
+    /// sndbuf-limited time — without the running condition's share).
+    pub fn info(&self, now: Option<Instant>) -> TcpInfo {
+        let hz = self.tp.hz;
+        let j = now.map(|t| ((t.as_nanos() as u128 * hz as u128) / 1_000_000_000) as u32);
+        let (busy_time_us, rwnd_limited_us, sndbuf_limited_us) = self.chrono.stats_us(j, hz);
         TcpInfo {
+            advmss: self.advmss,
+            min_rtt_us: self.rtt.min_rtt_us,
+            probes: self.probes_out,
+            busy_time_us,
+            rwnd_limited_us,
+            sndbuf_limited_us,
             state: self.state,
             ca_state: self.ca_state,
             cwnd: self.tp.snd_cwnd,

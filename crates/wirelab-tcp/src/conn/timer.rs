@@ -132,7 +132,7 @@ impl Conn {
                             self.notify(out, SockEvent::Closed);
                             self.closed_notified = true;
                         }
-                        self.enter_closed();
+                        self.enter_closed(now);
                     }
                 }
             }
@@ -166,7 +166,7 @@ impl Conn {
             }
             self.notify(out, ev);
             self.closed_notified = true;
-            self.enter_closed();
+            self.enter_closed(now);
             return;
         }
         self.retransmits += 1;
@@ -196,7 +196,7 @@ impl Conn {
                 self.notify(out, SockEvent::Reset);
                 self.closed_notified = true;
             }
-            self.enter_closed();
+            self.enter_closed(now);
             return;
         }
         self.enter_loss(cfg, now);

@@ -214,7 +214,7 @@ fn rto_estimator_linux_formula() {
     f2.t_rtt().set_rto(&cfg);
     assert_eq!(f2.t_rto(), ms(210));
     // the real connection after the handshake: ~40 ms -> ~240 ms
-    let rto = conn.info().rto_us;
+    let rto = conn.info(None).rto_us;
     assert!((240_000..=243_000).contains(&rto), "{rto}");
 }
 
@@ -330,7 +330,7 @@ fn sws_offered_window_never_below_mss_unless_zero() {
     p.sinks.push((false, s, 0, false));
     p.run_for(ms(200));
     let conn = p.b.conn_for_test(s).unwrap();
-    let mss = conn.info().rcv_mss;
+    let mss = conn.info(None).rcv_mss;
     assert_eq!(mss, 1448);
     // sweep the receive-queue occupancy over the whole buffer
     for rcvbuf in [16_384u32, 131_072, 1_000_000] {
@@ -348,7 +348,7 @@ fn sws_offered_window_never_below_mss_unless_zero() {
     p.sinks.push((false, s, 0, false));
     p.run_for(ms(200));
     let conn = p.b.conn_for_test(s).unwrap();
-    assert_eq!(conn.info().rcv_wscale, 0);
+    assert_eq!(conn.info(None).rcv_wscale, 0);
     for used in (0..60_000u32).step_by(113) {
         let w = conn.t_window_with(&cfg, 131_072, used);
         assert!(w == 0 || (w >= 1448 && w % 1448 == 0), "used {used} -> {w}");
