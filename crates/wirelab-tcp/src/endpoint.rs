@@ -243,7 +243,7 @@ impl TcpEndpoint {
                 return;
             }
             if r.has(flags::ACK) {
-                self.rsts.push_back(RstSpec { src: local, dst: remote, seq: r.ack, ack: None, tos });
+                self.rsts.push_back(RstSpec { src: local, dst: remote, seq: r.ack, ack: None, tos, window: 0, ts: None });
                 return;
             }
             if !r.has(flags::SYN) {
@@ -276,9 +276,9 @@ impl TcpEndpoint {
         if !r.has(flags::RST) {
             // tcp_v4_send_reset()
             let spec = if r.has(flags::ACK) {
-                RstSpec { src: local, dst: remote, seq: r.ack, ack: None, tos }
+                RstSpec { src: local, dst: remote, seq: r.ack, ack: None, tos, window: 0, ts: None }
             } else {
-                RstSpec { src: local, dst: remote, seq: crate::wire::SeqNumber(0), ack: Some(r.seq + r.segment_len() as u32), tos }
+                RstSpec { src: local, dst: remote, seq: crate::wire::SeqNumber(0), ack: Some(r.seq + r.segment_len() as u32), tos, window: 0, ts: None }
             };
             self.rsts.push_back(spec);
         }
@@ -323,6 +323,8 @@ impl TcpEndpoint {
                 r.flags |= flags::ACK;
                 r.ack = a;
             }
+            r.window = rst.window;
+            r.timestamp = rst.ts;
             let n = r.buffer_len();
             buf.resize(HEADROOM + n, 0);
             r.emit(&mut TcpPacket::new_unchecked(&mut buf[HEADROOM..]), *rst.src.ip(), *rst.dst.ip());
@@ -514,10 +516,10 @@ impl TcpEndpoint {
 
     /// Sends RST and frees the socket.
     pub fn abort(&mut self, now: Instant, s: SocketId) {
-        let (_, slots, mut out) = self.out_parts();
+        let (cfg, slots, mut out) = self.out_parts();
         if let Some(Slot::Conn(c)) = slots.get_mut(s.0 as usize) {
             c.listener = None;
-            c.abort(now, &mut out);
+            c.abort(cfg, now, &mut out);
             self.touch(s.0);
             self.clean_heap();
         }

@@ -55,7 +55,7 @@ impl Conn {
     fn rcv_synsent(&mut self, cfg: &TcpConfig, now: Instant, r: &TcpRepr, out: &mut Out) {
         if r.has(flags::ACK) && (!r.ack.after(self.iss) || r.ack.after(self.snd_nxt)) {
             if !r.has(flags::RST) {
-                out.rst.push_back(RstSpec { src: self.local, dst: self.remote, seq: r.ack, ack: None, tos: self.tos });
+                out.rst.push_back(RstSpec { src: self.local, dst: self.remote, seq: r.ack, ack: None, tos: self.tos, window: 0, ts: None });
             }
             return;
         }
@@ -244,7 +244,7 @@ impl Conn {
         }
         if self.state == TcpState::SynRecv {
             if r.ack != self.snd_nxt {
-                out.rst.push_back(RstSpec { src: self.local, dst: self.remote, seq: r.ack, ack: None, tos: self.tos });
+                out.rst.push_back(RstSpec { src: self.local, dst: self.remote, seq: r.ack, ack: None, tos: self.tos, window: 0, ts: None });
                 return;
             }
             self.snd_una = r.ack;

@@ -82,6 +82,11 @@ pub(crate) struct RstSpec {
     pub seq: SeqNumber,
     pub ack: Option<SeqNumber>,
     pub tos: u8,
+    /// A connection's own RST (`tcp_send_active_reset()` goes through
+    /// `tcp_transmit_skb()`): its window and timestamp option (val, ecr). Stateless RSTs
+    /// (`tcp_v4_send_reset()`) have neither.
+    pub window: u16,
+    pub ts: Option<(u32, u32)>,
 }
 
 /// Outputs a connection hands to its endpoint during a call.

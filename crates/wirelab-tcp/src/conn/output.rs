@@ -110,7 +110,7 @@ impl Conn {
     /// `tcp_select_window()`: computes the window field and records the new right edge.
     /// Never retracts the right edge already offered (unless a
     /// [`crate::RcvWindowPolicy`] that allows it is installed).
-    fn select_window(&mut self, cfg: &TcpConfig, now: Instant) -> u16 {
+    pub(super) fn select_window(&mut self, cfg: &TcpConfig, now: Instant) -> u16 {
         let cur_win = self.receive_window();
         let mut new_win = self.raw_select_window(cfg);
         let mut may_retract = false;

@@ -167,7 +167,7 @@ impl Conn {
             TcpState::Closed | TcpState::Listen => self.enter_closed(now),
             TcpState::SynSent => self.enter_closed(now),
             _ if unread && (self.synchronized() || self.state == TcpState::SynRecv) => {
-                self.abort(now, out);
+                self.abort(cfg, now, out);
             }
             TcpState::SynRecv | TcpState::Established | TcpState::CloseWait => {
                 let _ = self.shutdown_write();
@@ -179,13 +179,20 @@ impl Conn {
         }
     }
 
-    /// Sends RST and closes (`tcp_send_active_reset`).
-    pub fn abort(&mut self, now: Instant, out: &mut Out) {
+    /// Sends RST and closes (`tcp_send_active_reset`: an RST|ACK at
+    /// `tcp_acceptable_seq()` built by `tcp_transmit_skb()`, so with the window and the
+    /// timestamp option).
+    pub fn abort(&mut self, cfg: &TcpConfig, now: Instant, out: &mut Out) {
         if matches!(
             self.state,
             TcpState::SynRecv | TcpState::Established | TcpState::FinWait1 | TcpState::FinWait2 | TcpState::CloseWait | TcpState::Closing | TcpState::LastAck
         ) {
-            out.rst.push_back(RstSpec { src: self.local, dst: self.remote, seq: self.snd_nxt, ack: Some(self.rcv_nxt), tos: self.tos });
+            // tcp_acceptable_seq(): snd_nxt, unless the peer's window shrank below it
+            let wnd_end = self.snd_una + self.snd_wnd;
+            let seq = if self.snd_nxt.after(wnd_end) && self.snd_wnd > 0 { wnd_end } else { self.snd_nxt };
+            let window = self.select_window(cfg, now);
+            let ts = self.tstamp_ok.then(|| (self.ts_now(now), self.ts_recent));
+            out.rst.push_back(RstSpec { src: self.local, dst: self.remote, seq, ack: Some(self.rcv_nxt), tos: self.tos, window, ts });
         }
         self.orphan = true;
         self.enter_closed(now);
