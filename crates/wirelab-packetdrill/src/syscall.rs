@@ -225,6 +225,8 @@ fn check_result(r: &Runner, line: u32, s: &SyscallSpec, actual: i64, actual_errn
 pub(crate) enum Post {
     None,
     GetOpt { expected: Expr, optlen: Expr, actual: Result<i64, String> },
+    /// `ioctl()`'s int result, as `syscall_ioctl()` checks it.
+    Ioctl { expected: Expr, actual: i64 },
 }
 
 fn post_check(r: &mut Runner, line: u32, s: &SyscallSpec, post: Post) -> Result<(), Stop> {
@@ -251,6 +253,13 @@ fn post_check(r: &mut Runner, line: u32, s: &SyscallSpec, post: Post) -> Result<
                 }
                 _ => Err(r.unsupported(line, "getsockopt value type")),
             }
+        }
+        Post::Ioctl { expected, actual } => {
+            let want = int(r, line, &expected)?;
+            if want != actual {
+                return Err(r.fail(line, format!("runtime error in ioctl call: Bad ioctl optval: expected: {want} actual: {actual}")));
+            }
+            Ok(())
         }
     }
 }
@@ -424,7 +433,24 @@ fn start(r: &mut Runner, line: u32, s: &SyscallSpec) -> Result<Started, Stop> {
             let (ret, e, actual) = crate::sockopt::getsockopt(r, line, s)?;
             Ok(Started::Done(ret, e, Post::GetOpt { expected: s.args[3].clone(), optlen: s.args[4].clone(), actual }))
         }
-        "ioctl" => Err(r.unsupported(line, "ioctl (SIOCINQ/SIOCOUTQ need a queue-length query the engine lacks)")),
+        "ioctl" => {
+            // syscall_ioctl(): SIOCINQ, SIOCOUTQ, SIOCOUTQNSD with an [int] result
+            nargs(r, line, s, &[3])?;
+            let (_, f) = fd(r, line, s, &s.args[0])?;
+            let si = f.sock;
+            let req = int(r, line, &s.args[1])?;
+            let which = match req {
+                0x541B => 0,
+                0x5411 => 1,
+                0x894B => 2,
+                _ => return Err(r.unsupported(line, format!("ioctl request {req:#x} (SIOCINQ, SIOCOUTQ and SIOCOUTQNSD are supported)"))),
+            };
+            let sk = &r.socks[si];
+            let q = sk.engine.filter(|_| !sk.listener).and_then(|id| r.ep.as_ref()?.queue_lengths(id));
+            let Some(q) = q else { return err(22) };
+            let actual = [q.0, q.1, q.2][which] as i64;
+            Ok(Started::Done(0, 0, Post::Ioctl { expected: s.args[2].clone(), actual }))
+        }
         "poll" | "epoll_create" | "epoll_ctl" | "epoll_wait" => Err(r.unsupported(line, format!("{}() is not supported", s.name))),
         other => Err(r.unsupported(line, format!("system call {other}()"))),
     }

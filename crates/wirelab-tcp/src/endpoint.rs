@@ -602,6 +602,13 @@ impl TcpEndpoint {
         self.conn(s).map(|c| c.memory_bytes())
     }
 
+    /// `ioctl(SIOCINQ)`, `ioctl(SIOCOUTQ)`, `ioctl(SIOCOUTQNSD)`: bytes readable, bytes
+    /// written but not yet acknowledged, bytes written but not yet sent. `None` for
+    /// listeners (`EINVAL`) and freed sockets.
+    pub fn queue_lengths(&self, s: SocketId) -> Option<(u32, u32, u32)> {
+        self.conn(s).map(|c| c.queue_lengths())
+    }
+
     /// All live sockets (listeners and connections), in id order.
     pub fn sockets(&self) -> impl Iterator<Item = SocketId> + '_ {
         self.slots

@@ -92,6 +92,15 @@ impl Conn {
         self.peer_fin && self.rcv_nxt != self.copied_seq
     }
 
+    /// `tcp_ioctl()`: (`SIOCINQ` — readable bytes, a received FIN not counted
+    /// (`tcp_inq()`); `SIOCOUTQ` — written but unacknowledged; `SIOCOUTQNSD` — written but
+    /// not sent).
+    pub fn queue_lengths(&self) -> (u32, u32, u32) {
+        let inq = self.rcv_nxt.dist(self.copied_seq) - self.peer_fin_in_window() as u32;
+        let data_end = self.write_seq();
+        (inq, data_end.dist(self.snd_una.min(data_end)), self.unsent())
+    }
+
     /// `read()`.
     pub fn recv(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut [u8]) -> Result<usize, SockError> {
         let max = buf.len();
