@@ -6,7 +6,9 @@ Usage (root, /dev/net/tun; see ../shared/packetdrill/PACKETDRILL-HERE.md):
     scripts/packetdrill_kernel.py --run 3   # needs PACKETDRILL_TREE (a built copy of the tree)
 
 Our own scripts are included by passing their paths to run-on-kernel.py, e.g.
-    run-on-kernel.py own.json ipv4 crates/wirelab-packetdrill/scripts/*.pkt
+    run-on-kernel.py own.json ipv4 $PWD/crates/wirelab-packetdrill/scripts/*.pkt
+and `--update` replaces just the scripts in the given results, keeping the others:
+    scripts/packetdrill_kernel.py --update own1.json own2.json own3.json
 
 Each RESULT.json is what ../shared/packetdrill/run-on-kernel.py writes (one run). The
 merged file keeps, per script (path relative to gtests/net/tcp): the exit codes of every
@@ -28,6 +30,8 @@ def main():
     ap.add_argument('--out', default=os.path.join(os.path.dirname(__file__), '..', 'docs', 'packetdrill-kernel.json'))
     ap.add_argument('--run', type=int, default=0, metavar='N',
                     help='run the corpus N times now (needs PACKETDRILL_TREE: a built copy of ../shared/packetdrill)')
+    ap.add_argument('--update', action='store_true',
+                    help='keep the scripts of the existing --out file that the results do not cover')
     a = ap.parse_args()
     files = list(a.results)
     if a.run:
@@ -50,6 +54,9 @@ def main():
     for e in merged.values():
         ok = [rc == 0 for rc in e['rc']]
         e['result'] = 'pass' if all(ok) else ('fail' if not any(ok) else 'flaky')
+    if a.update and os.path.exists(a.out):
+        for e in json.load(open(a.out))['scripts']:
+            merged.setdefault(e['path'], e)
     doc = {
         'kernel': platform.release(),
         'variant': 'ipv4',

@@ -88,7 +88,7 @@ pub(crate) fn setsockopt(r: &mut Runner, line: u32, s: &SyscallSpec) -> Result<(
         },
         (SOL_TCP, 16) => SockOpt::ThinLinearTimeouts(v()? != 0),
         (SOL_TCP, 17) => SockOpt::ThinDupack(v()? != 0),
-        (SOL_TCP, 3) => return Err(r.unsupported(line, "TCP_CORK (the engine has no corking)")),
+        (SOL_TCP, 3) => SockOpt::Cork(v()? != 0),
         (SOL_TCP, 18) => return Err(r.unsupported(line, "TCP_USER_TIMEOUT (not modelled by the engine)")),
         (SOL_IP, 1) => {
             // ip_setsockopt(IP_TOS) on a stream socket keeps the socket's ECN bits

@@ -23,7 +23,8 @@ const MAX_WRITE: usize = 64 << 20;
 pub(crate) enum Op {
     Accept { listener: SocketId, result_fd: i64 },
     Connect { sock: usize, id: SocketId },
-    Write { id: SocketId, total: usize, done: usize },
+    /// `more`: `MSG_MORE` (the engine's `send_more`).
+    Write { id: SocketId, total: usize, done: usize, more: bool },
     Read { id: SocketId, max: usize, shut_rd: bool },
 }
 
@@ -541,10 +542,8 @@ fn write(r: &mut Runner, line: u32, s: &SyscallSpec) -> Result<Started, Stop> {
         }
     };
     let Some(len) = len else { return err(14) };
-    if flags & MSG_MORE != 0 {
-        return Err(r.unsupported(line, "MSG_MORE (the engine has no corking: TCP_CORK/MSG_MORE)"));
-    }
-    if flags & !(MSG_DONTWAIT | 0x4000) != 0 {
+    let more = flags & MSG_MORE != 0;
+    if flags & !(MSG_DONTWAIT | 0x4000 | MSG_MORE) != 0 {
         return Err(r.unsupported(line, format!("send flags {flags:#x}")));
     }
     let (_, f) = fd(r, line, s, &s.args[0])?;
@@ -552,7 +551,7 @@ fn write(r: &mut Runner, line: u32, s: &SyscallSpec) -> Result<Started, Stop> {
     let Some(id) = r.socks[si].engine.filter(|_| !r.socks[si].listener) else {
         return err(if r.socks[si].listener { 107 } else { 32 });
     };
-    let mut op = Op::Write { id, total: len, done: 0 };
+    let mut op = Op::Write { id, total: len, done: 0, more };
     match try_op(r, &mut op) {
         Some((ret, e)) => Ok(Started::Done(ret, e, Post::None)),
         None => {
@@ -641,12 +640,12 @@ fn try_op(r: &mut Runner, op: &mut Op) -> Option<(i64, i64)> {
                 Some(_) => Some((0, 0)),
             }
         }
-        Op::Write { id, total, done } => {
+        Op::Write { id, total, done, more } => {
             // one engine call per attempt, as one tcp_sendmsg() copies what fits and
-            // pushes (the engine marks PSH where a call ends)
+            // pushes (the engine marks PSH where a call ends, unless MSG_MORE)
             let n = (*total - *done).min(MAX_WRITE);
             let zeros = vec![0u8; n];
-            match r.ep().send(now, *id, &zeros) {
+            match r.ep().send_more(now, *id, &zeros, *more) {
                 Ok(k) => *done += k,
                 Err(e) => return Some(if *done > 0 { (*done as i64, 0) } else { (-1, errno_of(e)) }),
             }

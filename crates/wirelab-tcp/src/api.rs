@@ -67,6 +67,9 @@ pub enum SockOpt {
     SndBuf(u32),
     /// `SO_RCVBUF` in bytes: doubled as Linux does, clamped to `rmem_max`, locks autotuning.
     RcvBuf(u32),
+    /// `TCP_CORK`: hold partial segments (`TCP_NAGLE_CORK`) until uncorked, which pushes
+    /// what is queued (`__tcp_sock_set_cork()`), or the probe timer sends it.
+    Cork(bool),
     /// `TCP_WINDOW_CLAMP` in bytes.
     WindowClamp(u32),
     /// `TCP_CONGESTION` by name ("reno", "cubic").

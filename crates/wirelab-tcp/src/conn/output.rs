@@ -190,8 +190,9 @@ impl Conn {
         if self.ack.send_now {
             return Some(self.send_pure_ack(cfg, now, buf));
         }
-        // MSG_MORE corks only the push of its own write (tcp_push())
-        self.wq.more = self.wq.cork;
+        // MSG_MORE corks only the push of its own write (tcp_push()); uncorking pushes once
+        self.wq.more = false;
+        self.wq.push = false;
         None
     }
 
@@ -435,8 +436,14 @@ impl Conn {
             }
             return None;
         }
-        // tcp_nagle_test() with Minshall's check
-        if len < mss && !with_fin && !self.nodelay && self.rtx.packets_out > 0 && !wakeup && !probe && self.minshall_check() {
+        // tcp_nagle_test() with Minshall's check; MSG_MORE / TCP_CORK hold any partial
+        // segment (TCP_NAGLE_CORK) until the probe timer or an uncork pushes it
+        let corked = (self.wq.more || self.wq.cork) && !self.wq.push;
+        let nodelay = self.nodelay || self.wq.push;
+        if len < mss && !with_fin && !wakeup && !probe && super::tso::nagle_check(true, corked, nodelay, self.rtx.packets_out, self.minshall_check()) {
+            if self.rtx.packets_out == 0 {
+                self.check_probe_timer(cfg, now);
+            }
             return None;
         }
         let psh = len > 0 && len == unsent;
@@ -483,13 +490,15 @@ impl Conn {
             }
             return None;
         }
-        let corked = self.wq.more || self.wq.cork;
+        // tp->nonagle: TCP_NAGLE_CORK (MSG_MORE's push, TCP_CORK) unless uncorking pushes
+        let corked = (self.wq.more || self.wq.cork) && !self.wq.push;
+        let nodelay = self.nodelay || self.wq.push;
         let fin_in_skb = self.fin_queued && head.end == write_seq;
         let max_segs = super::tso::tso_segs(self.wq.pacing_rate, mss, self.rtt.min_rtt_us, cfg.tcp_min_tso_segs);
         let limit = if skb_len <= mss {
             // tcp_nagle_test(): only the last skb is subject to Nagle (TCP_NAGLE_PUSH otherwise)
             let partial = skb_len < mss;
-            if !probe && is_tail && !fin_in_skb && super::tso::nagle_check(partial, corked, self.nodelay, self.rtx.packets_out, self.minshall_check()) {
+            if !probe && is_tail && !fin_in_skb && super::tso::nagle_check(partial, corked, nodelay, self.rtx.packets_out, self.minshall_check()) {
                 if self.rtx.packets_out == 0 {
                     self.check_probe_timer(cfg, now);
                 }
@@ -522,7 +531,7 @@ impl Conn {
                     return None;
                 }
             }
-            self.mss_split_point(wnd_end, skb_len, mss, quota.min(max_segs), is_tail, corked)
+            self.mss_split_point(wnd_end, skb_len, mss, quota.min(max_segs), is_tail, corked, nodelay)
         };
         let bytes = skb_len.min(limit).max(1);
         let id = self.wq.new_id();
@@ -532,7 +541,8 @@ impl Conn {
     }
 
     /// `tcp_mss_split_point()`: how much of the head skb one TSO packet takes.
-    fn mss_split_point(&self, wnd_end: SeqNumber, skb_len: u32, mss: u32, max_segs: u32, is_tail: bool, corked: bool) -> u32 {
+    #[allow(clippy::too_many_arguments)]
+    fn mss_split_point(&self, wnd_end: SeqNumber, skb_len: u32, mss: u32, max_segs: u32, is_tail: bool, corked: bool, nodelay: bool) -> u32 {
         let window = wnd_end.dist(self.snd_nxt);
         let max_len = mss * max_segs.max(1);
         if max_len <= window && !is_tail {
@@ -544,7 +554,7 @@ impl Conn {
         }
         let partial = needed % mss;
         // a partial last segment goes along only if Nagle allows (tcp_nagle_check())
-        if super::tso::nagle_check(partial != 0, corked, self.nodelay, self.rtx.packets_out, self.minshall_check()) {
+        if super::tso::nagle_check(partial != 0, corked, nodelay, self.rtx.packets_out, self.minshall_check()) {
             return (needed - partial).max(mss.min(needed));
         }
         needed

@@ -37,7 +37,9 @@ impl Conn {
                 self.chrono.start(super::timer::jiffies(cfg, now), super::chrono::ChronoType::Busy);
             }
             self.snd_ring.push(&data[..n]);
-            if cfg.tso {
+            if !cfg.tso {
+                self.wq.more = more;
+            } else {
                 let segs = super::tso::tso_segs(self.wq.pacing_rate, self.mss_cache, self.rtt.min_rtt_us, cfg.tcp_min_tso_segs);
                 let goal = super::tso::size_goal(self.mss_cache, self.max_window, segs);
                 self.wq.append(write_seq, n as u32, goal, self.max_window, more);
@@ -232,6 +234,14 @@ impl Conn {
         let syn_pending = matches!(self.state, TcpState::SynSent | TcpState::SynRecv) && self.tx_syn;
         match opt {
             SockOpt::NoDelay(v) => self.nodelay = *v,
+            SockOpt::Cork(v) => {
+                // __tcp_sock_set_cork(): uncorking pushes what is queued, partial segments
+                // included (TCP_NAGLE_PUSH)
+                if self.wq.cork && !*v {
+                    self.wq.push = true;
+                }
+                self.wq.cork = *v;
+            }
             SockOpt::SndBuf(v) => {
                 let v = (*v).min(cfg.wmem_max);
                 self.sndbuf = (v.saturating_mul(2)).max(4608); // SOCK_MIN_SNDBUF

@@ -64,10 +64,12 @@ pub(crate) struct WriteQueue {
     pub pacing_rate: u64,
     /// `tp->tcp_wstamp_ns`: the last transmission.
     pub last_xmit: Option<Instant>,
-    /// `TCP_CORK`.
+    /// `TCP_CORK` (`TCP_NAGLE_CORK` in `tp->nonagle`).
     pub cork: bool,
     /// The last write had `MSG_MORE`: its push corks Nagle (until the transmit round ends).
     pub more: bool,
+    /// Uncorking pushes once (`TCP_NAGLE_PUSH`): Nagle lets a partial segment go.
+    pub push: bool,
     /// A retransmission of several segments in progress: (end of its last, segments).
     pub rtx_piece: Option<(SeqNumber, u32)>,
 }
@@ -83,6 +85,7 @@ impl WriteQueue {
             last_xmit: None,
             cork: false,
             more: false,
+            push: false,
             rtx_piece: None,
         }
     }
@@ -119,8 +122,9 @@ impl WriteQueue {
                 self.pushed_seq = pos;
             }
         }
-        self.more = more || self.cork;
-        if n > 0 && !self.more {
+        // tcp_push(): MSG_MORE skips the mark (TCP_CORK does not) and corks this push
+        self.more = more;
+        if n > 0 && !more {
             if let Some(t) = self.skbs.back_mut() {
                 t.psh = true; // tcp_mark_push()
             }
