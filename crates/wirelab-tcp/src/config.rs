@@ -141,6 +141,13 @@ pub struct TcpConfig {
     pub rcv_space_style: RcvSpaceStyle,
     /// `net.ipv4.tcp_slow_start_after_idle` (RFC 2861 cwnd validation).
     pub tcp_slow_start_after_idle: bool,
+    /// Where the idle check runs (profile property). True (Linux 6):
+    /// `tcp_slow_start_after_idle_check()` when a write queues data on an empty write
+    /// queue (`tcp_skb_entail()`) and when the peer's window changes with data unsent
+    /// (`tcp_ack_update_window()`) — not when a window probe or an opening window lets
+    /// held data go. False (the older profiles): when data is sent after idle
+    /// (`tcp_event_data_sent()` of 3.x).
+    pub idle_check_at_write: bool,
     /// `net.ipv4.tcp_no_metrics_save`. wirelab never caches per-destination metrics, i.e.
     /// always behaves as if this were 1; 0 is accepted and documented as a deviation.
     pub tcp_no_metrics_save: bool,
@@ -319,6 +326,7 @@ impl TcpConfig {
             hz: 1000,
             mtu: 1500,
             tso: true,
+            idle_check_at_write: true,
             tcp_min_tso_segs: 2,
             tcp_tso_win_divisor: 3,
             tcp_pacing_ss_ratio: 200,
@@ -337,6 +345,7 @@ impl TcpConfig {
             "linux-4.6" => {
                 c.profile = "linux-4.6";
                 c.tso = false; // the 6.x TSO model is not claimed for this era
+                c.idle_check_at_write = false;
                 c.rcv_space_style = RcvSpaceStyle::Steps;
                 c.tcp_rmem = [4096, 87380, 6291456];
                 c.hz = 250;
@@ -346,6 +355,7 @@ impl TcpConfig {
             "linux-3.14" => {
                 c.profile = "linux-3.14";
                 c.tso = false; // the 6.x TSO model is not claimed for this era
+                c.idle_check_at_write = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 c.tcp_rmem = [4096, 87380, 6291456];
                 c.hz = 250;
@@ -356,6 +366,7 @@ impl TcpConfig {
             "linux-2.6.37" => {
                 c.profile = "linux-2.6.37";
                 c.tso = false; // the 6.x TSO model is not claimed for this era
+                c.idle_check_at_write = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 c.tcp_rmem = [4096, 87380, 4194304];
                 c.tcp_wmem = [4096, 16384, 4194304];
@@ -374,6 +385,7 @@ impl TcpConfig {
             "linux-2.2" => {
                 c.profile = "linux-2.2";
                 c.tso = false; // the 6.x TSO model is not claimed for this era
+                c.idle_check_at_write = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 // 2.2 had no tcp_rmem/tcp_wmem; net.core.{r,w}mem_default was 64 KiB.
                 c.tcp_rmem = [4096, 65535, 65535];
@@ -401,6 +413,7 @@ impl TcpConfig {
                 // Approximation: Linux machinery with FreeBSD 4.x defaults (docs/tcp.md).
                 c.profile = "freebsd-4.10";
                 c.tso = false; // the 6.x TSO model is not claimed for this era
+                c.idle_check_at_write = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 // FreeBSD's sb_hiwat counts payload (net.inet.tcp.recvspace 65536,
                 // sendspace 32768); Linux charges truesize and advertises rcvbuf/2

@@ -340,7 +340,7 @@ impl Conn {
             flag |= FLAG_SND_UNA_ADVANCED;
             self.retransmits = 0;
         }
-        flag |= self.ack_update_window(r);
+        flag |= self.ack_update_window(cfg, now, r);
         self.probes_out = 0;
         let prior_delivered = self.rate.delivered;
         let prior_in_flight = self.in_flight();
@@ -404,13 +404,16 @@ impl Conn {
     }
 
     /// `tcp_ack_update_window()`: returns `FLAG_WIN_UPDATE` when the window changed.
-    fn ack_update_window(&mut self, r: &TcpRepr) -> u32 {
+    fn ack_update_window(&mut self, cfg: &TcpConfig, now: Instant, r: &TcpRepr) -> u32 {
         let nwin = (r.window as u32) << self.snd_wscale;
         let mut flag = 0;
         if r.ack.after(self.snd_una) || r.seq.after(self.snd_wl1) || (r.seq == self.snd_wl1 && nwin > self.snd_wnd) {
             if self.snd_wnd != nwin {
                 flag = FLAG_WIN_UPDATE;
                 self.snd_wnd = nwin;
+                if cfg.idle_check_at_write && self.unsent() > 0 {
+                    self.slow_start_after_idle_check(cfg, now);
+                }
                 self.max_window = self.max_window.max(nwin);
             }
             self.snd_wl1 = r.seq;

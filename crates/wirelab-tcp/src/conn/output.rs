@@ -414,12 +414,8 @@ impl Conn {
             len = len.min(room);
         }
         let with_fin = self.fin_queued && len == unsent;
-        // tcp_slow_start_after_idle_check()
-        if self.rtx.packets_out == 0 && cfg.tcp_slow_start_after_idle {
-            let idle = now.saturating_since(self.lsndtime);
-            if idle > self.rtt.rto {
-                self.cwnd_restart(cfg, now, idle);
-            }
+        if !cfg.idle_check_at_write {
+            self.slow_start_after_idle_check(cfg, now);
         }
         // tcp_cwnd_test(): the final FIN alone is not held by cwnd
         let fin_only = with_fin && len == 0;
@@ -460,12 +456,8 @@ impl Conn {
             let len = p.end.dist(self.snd_nxt).min(mss);
             return Some(self.send_piece_segment(cfg, now, buf, p, len, probe));
         }
-        // tcp_slow_start_after_idle_check()
-        if self.rtx.packets_out == 0 && cfg.tcp_slow_start_after_idle {
-            let idle = now.saturating_since(self.lsndtime);
-            if idle > self.rtt.rto {
-                self.cwnd_restart(cfg, now, idle);
-            }
+        if !cfg.idle_check_at_write {
+            self.slow_start_after_idle_check(cfg, now);
         }
         let write_seq = self.write_seq();
         let head = self.wq.head().unwrap_or(super::tso::Skb { start: self.snd_nxt, end: write_seq, psh: true });
@@ -692,6 +684,17 @@ impl Conn {
             self.snd_cwnd_used = 0;
         }
         self.snd_cwnd_stamp = now;
+    }
+
+    /// `tcp_slow_start_after_idle_check()`: nothing in flight and no data sent for an
+    /// RTO: restart the cwnd.
+    pub(super) fn slow_start_after_idle_check(&mut self, cfg: &TcpConfig, now: Instant) {
+        if self.rtx.packets_out == 0 && cfg.tcp_slow_start_after_idle {
+            let idle = now.saturating_since(self.lsndtime);
+            if idle > self.rtt.rto {
+                self.cwnd_restart(cfg, now, idle);
+            }
+        }
     }
 
     /// `tcp_cwnd_restart()`: RFC 2861 — halve cwnd per RTO of idleness, not below IW.

@@ -35,6 +35,10 @@ impl Conn {
             if self.unsent() == 0 {
                 // tcp_add_write_queue_tail(): the first skb of an empty write queue
                 self.chrono.start(super::timer::jiffies(cfg, now), super::chrono::ChronoType::Busy);
+                // tcp_skb_entail()
+                if cfg.idle_check_at_write {
+                    self.slow_start_after_idle_check(cfg, now);
+                }
             }
             self.snd_ring.push(&data[..n]);
             if !cfg.tso {
