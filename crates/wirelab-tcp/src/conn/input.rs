@@ -426,6 +426,7 @@ impl Conn {
     /// walk found and the payload bytes freed.
     fn clean_rtx_queue(&mut self, cfg: &TcpConfig, now: Instant, ack: SeqNumber, flag: &mut u32) -> (CleanResult, u32) {
         let prior_fack = self.rtx.fack_seq(self.snd_una, self.sack_ok);
+        let prior_sacked = self.rtx.sacked_out;
         let (rate, rack, sack_ok, min_rtt_us) = (&mut self.rate, &mut self.rack, self.sack_ok, self.rtt.min_rtt_us);
         let cl = self.rtx.clean_acked(ack, self.high_seq, self.snd_nxt, |seg| {
             rate.skb_delivered(seg, now);
@@ -443,7 +444,7 @@ impl Conn {
             *flag |= FLAG_ORIG_SACK_ACKED;
         }
         if !self.sack_ok && cl.acked_pkts > 0 {
-            self.remove_reno_sacks(cl.acked_pkts);
+            self.remove_reno_sacks(cl.acked_pkts, prior_sacked);
         } else if cl.acked_pkts > 0 && cl.reord.before(prior_fack) {
             // a never-retransmitted hole got filled: that's reordering
             self.check_sack_reordering(cfg, cl.reord, prior_fack);
