@@ -330,8 +330,11 @@ impl Conn {
             self.ack.send_now = true;
             return;
         }
-        // any valid ACK cancels a pending early-retransmit or loss-probe timer
-        if self.xmit_timer_is(XmitTimer::EarlyRetrans.bit() | XmitTimer::LossProbe.bit()) {
+        // 3.x-4.12: any valid ACK cancels a pending early-retransmit or loss-probe timer.
+        // RACK-TLP (4.13+): only an ACK that acknowledges data resets the timers
+        // (FLAG_SET_XMIT_TIMER -> tcp_set_xmit_timer(), below)
+        let rack = self.rack_on(cfg);
+        if !rack && self.xmit_timer_is(XmitTimer::EarlyRetrans.bit() | XmitTimer::LossProbe.bit()) {
             self.rearm_rto(cfg, now);
         }
         self.rexmit_new = false;
@@ -394,7 +397,7 @@ impl Conn {
             let not_dup = !r.payload.is_empty() || flag & (FLAG_WIN_UPDATE | FLAG_SND_UNA_ADVANCED) != 0 || cl.acked_pkts > 0;
             self.process_tlp_ack(cfg, now, ack, not_dup || newly_sacked > 0, flag & FLAG_DSACKING_ACK != 0);
         }
-        if self.xmit_timer_is(XmitTimer::Retrans.bit()) {
+        if self.xmit_timer_is(XmitTimer::Retrans.bit()) && (!rack || cl.acked_pkts > 0) {
             self.schedule_loss_probe(cfg, now, true);
         }
         if self.fin_acked(cfg, now, out) {
