@@ -347,6 +347,8 @@ impl Conn {
         self.probes_out = 0;
         let prior_delivered = self.rate.delivered;
         let prior_in_flight = self.in_flight();
+        // tcp_ack(): the highest SACKed sequence before this ACK's SACK blocks are tagged
+        let prior_fack = self.rtx.fack_seq(self.snd_una, self.sack_ok);
         let mut sack: Option<SackTag> = None;
         if self.sack_ok && !r.sack.is_empty() {
             let (st, dsack) = self.sacktag_write_queue(cfg, now, ack, &r.sack);
@@ -364,7 +366,7 @@ impl Conn {
         } else {
             0
         };
-        let (cl, freed) = self.clean_rtx_queue(cfg, now, ack, &mut flag);
+        let (cl, freed) = self.clean_rtx_queue(cfg, now, ack, prior_fack, &mut flag);
         let ca_rtt = self.ack_rtt_sample(cfg, now, r, &cl, sack.as_ref(), prior_in_flight);
         self.ack_set_xmit_timer(cfg, now, prior_packets, cl.acked_pkts);
         let newly_sacked = sack.map_or(0, |s| s.newly);
@@ -427,8 +429,7 @@ impl Conn {
     /// `tcp_clean_rtx_queue()`: drop what `ack` covers, count deliveries (rate, RACK),
     /// detect reordering, free the send buffer, advance `snd_una`. Returns what the queue
     /// walk found and the payload bytes freed.
-    fn clean_rtx_queue(&mut self, cfg: &TcpConfig, now: Instant, ack: SeqNumber, flag: &mut u32) -> (CleanResult, u32) {
-        let prior_fack = self.rtx.fack_seq(self.snd_una, self.sack_ok);
+    fn clean_rtx_queue(&mut self, cfg: &TcpConfig, now: Instant, ack: SeqNumber, prior_fack: SeqNumber, flag: &mut u32) -> (CleanResult, u32) {
         let prior_sacked = self.rtx.sacked_out;
         let (rate, rack, sack_ok, min_rtt_us) = (&mut self.rate, &mut self.rack, self.sack_ok, self.rtt.min_rtt_us);
         let cl = self.rtx.clean_acked(ack, self.high_seq, self.snd_nxt, |seg| {
