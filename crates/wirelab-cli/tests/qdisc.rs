@@ -383,3 +383,20 @@ fn netem_qdisc_at_a_router_delays_and_its_jitter_reorders_tcp_unless_rate_is_set
     assert_eq!(inversions(&d), 0);
     assert_eq!(sacked(&r), 0);
 }
+
+#[test]
+fn fq_maxrate_at_a_router_paces_each_tcp_flow_to_the_cap() {
+    // issue 17: fq's throttled flows wake the router's transmitter (next_wakeup) and cap
+    // each flow (forwarded packets are orphans, one fq flow per 5-tuple) at maxrate
+    let d = Dumbbell { rate: "100mbit", qdisc: "fq maxrate 2mbit".into(), dur_s: 12.0, ..Dumbbell::new(3) };
+    let r = d.run();
+    let g = goodputs(&r, 3, 2.0, 12.0);
+    let want = 2e6 * MSS / FRAME;
+    eprintln!("fq maxrate 2mbit: payload {:?} Mbit/s, expected {:.4} each", mbit(&g), want / 1e6);
+    for x in &g {
+        assert!((x / want - 1.0).abs() < 0.02, "{x} vs {want}");
+    }
+    let q = bottleneck(&r);
+    assert_eq!(q.kind, "fq");
+    assert!(q.sent_packets > 4500, "{q:?}");
+}

@@ -16,7 +16,7 @@ pub struct Pkt {
 }
 
 /// Per-packet metadata that is not part of the bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PktMeta {
     /// Unique per run, in order of creation: ties and traces refer to it.
     pub id: u64,
@@ -39,6 +39,53 @@ pub struct PktMeta {
     /// NIC does (`skb->ip_summed = CHECKSUM_UNNECESSARY`). The bytes always carry the
     /// real checksums (captures verify in tshark).
     pub corrupted: bool,
+    /// The sending socket (`skb->sk`) as an opaque non-zero key, 0 for none: packets a
+    /// router forwards, and packets whose sender gave no socket. `fq` keys its flows by it
+    /// (`fq_classify()`); a packet without one is an orphan, hashed by its 5-tuple.
+    pub sk: u64,
+    /// Earliest departure time (`skb->tstamp`, EDT), [`Instant::ZERO`] for none. `fq` holds
+    /// the packet until then (`fq_skb_cb(skb)->time_to_send`).
+    pub txtime: Instant,
+    /// The sending socket's `sk_pacing_rate` in bytes/s, `u64::MAX` for none (`~0UL`).
+    /// `fq` spaces the socket's packets at this rate when they carry no `txtime`.
+    pub pacing_rate: u64,
+}
+
+impl Default for PktMeta {
+    fn default() -> Self {
+        PktMeta {
+            id: 0,
+            created: Instant::ZERO,
+            enqueued: Instant::ZERO,
+            l2_len: 0,
+            mark: 0,
+            priority: 0,
+            iface: 0,
+            corrupted: false,
+            sk: 0,
+            txtime: Instant::ZERO,
+            pacing_rate: PktMeta::NO_PACING,
+        }
+    }
+}
+
+impl PktMeta {
+    /// `pacing_rate` meaning "not paced" (Linux's `~0UL`).
+    pub const NO_PACING: u64 = u64::MAX;
+}
+
+/// ECN codepoints of the IPv4 TOS byte (`INET_ECN_*`, include/net/inet_ecn.h).
+pub mod ecn {
+    /// `INET_ECN_NOT_ECT`.
+    pub const NOT_ECT: u8 = 0;
+    /// `INET_ECN_ECT_1` (L4S).
+    pub const ECT_1: u8 = 1;
+    /// `INET_ECN_ECT_0`.
+    pub const ECT_0: u8 = 2;
+    /// `INET_ECN_CE`.
+    pub const CE: u8 = 3;
+    /// `INET_ECN_MASK`.
+    pub const MASK: u8 = 3;
 }
 
 impl Pkt {
@@ -85,6 +132,37 @@ impl Pkt {
         }
         a
     }
+    /// The ECN field of an IPv4 header (TOS & 3, [`ecn`]), `None` if the datagram is not
+    /// a whole IPv4 header.
+    #[inline]
+    pub fn ecn(&self) -> Option<u8> {
+        (self.data.len() >= 20 && self.data[0] >> 4 == 4).then(|| self.data[1] & ecn::MASK)
+    }
+    /// `INET_ECN_set_ce()` → `IP_ECN_set_ce()` (include/net/inet_ecn.h): an ECT(0) or ECT(1)
+    /// packet becomes CE, and the header checksum is updated incrementally as Linux does
+    /// (`csum16_add(check, htons(0xFFFB) + htons(ecn + 1))`). True if the packet is (now)
+    /// CE, false for Not-ECT packets and anything that is not an IPv4 header, which an AQM
+    /// must then drop instead.
+    pub fn inet_ecn_set_ce(&mut self) -> bool {
+        if self.data.len() < 20 || self.data[0] >> 4 != 4 {
+            return false; // skb->protocol != ETH_P_IP or the header is not in the buffer
+        }
+        let tos = self.data[1];
+        // after +1: Not-ECT 01, ECT(1) 10, ECT(0) 11, CE 00
+        let e = (tos.wrapping_add(1) & ecn::MASK) as u16;
+        if e & 2 == 0 {
+            return e == 0;
+        }
+        // the TOS byte is the low byte of the header's first 16-bit word: raising it to CE
+        // adds 3 - tos&3 = 4 - e to the sum, i.e. the checksum gains ~(4 - e) = 0xFFFB + e
+        let add = 0xFFFB + e;
+        let check = u16::from_be_bytes([self.data[10], self.data[11]]);
+        let mut res = check.wrapping_add(add);
+        res = res.wrapping_add((res < add) as u16); // csum16_add(): end-around carry
+        self.data[10..12].copy_from_slice(&res.to_be_bytes());
+        self.data[1] = tos | ecn::CE;
+        true
+    }
     /// (source port, destination port) for TCP, UDP and SCTP; `None` otherwise.
     /// All three put the ports in the first four transport bytes.
     #[inline]
@@ -97,5 +175,52 @@ impl Pkt {
             }
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn header(tos: u8, seed: u32) -> Vec<u8> {
+        let mut h = vec![0x45u8, tos, 0, 60, 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
+        h[4..8].copy_from_slice(&seed.to_be_bytes());
+        h[12..16].copy_from_slice(&seed.wrapping_mul(2654435761).to_be_bytes());
+        let c = !ones_sum(&h);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        h
+    }
+    fn ones_sum(h: &[u8]) -> u16 {
+        let mut s: u32 = h.chunks(2).map(|c| u16::from_be_bytes([c[0], c[1]]) as u32).sum();
+        while s > 0xffff {
+            s = (s & 0xffff) + (s >> 16);
+        }
+        s as u16
+    }
+
+    #[test]
+    fn set_ce_marks_ect_and_keeps_the_checksum_valid() {
+        for seed in 0..5000u32 {
+            for (tos, marks) in [(0x00, false), (0x01, true), (0x02, true), (0x03, true), (0xb8, false), (0xb9, true), (0xba, true)] {
+                let mut p = Pkt::new(header(tos, seed));
+                let before = p.data.clone();
+                assert_eq!(p.inet_ecn_set_ce(), marks, "tos {tos:#x}");
+                if !marks {
+                    assert_eq!(p.data, before, "not-ECT is left alone");
+                    continue;
+                }
+                assert_eq!(p.ecn(), Some(ecn::CE));
+                assert_eq!(p.data[1] & !3, tos & !3, "DSCP kept");
+                assert_eq!(ones_sum(&p.data), 0xffff, "checksum verifies (tos {tos:#x}, seed {seed})");
+            }
+        }
+        // not an IPv4 header: never marked
+        let mut short = Pkt::new(vec![0x45, 2, 0]);
+        assert!(!short.inet_ecn_set_ce());
+        let mut v6 = Pkt::new(header(2, 1));
+        v6.data[0] = 0x65;
+        assert!(!v6.inet_ecn_set_ce());
+        assert_eq!(short.ecn(), None);
+        assert_eq!(PktMeta::default().pacing_rate, PktMeta::NO_PACING);
     }
 }

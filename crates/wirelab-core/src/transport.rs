@@ -12,6 +12,7 @@
 //!
 //! Time never goes backwards. No engine reads a clock, sleeps, or draws randomness other
 //! than from an [`crate::Rng`] handed to it.
+use crate::time::Instant;
 use std::net::Ipv4Addr;
 
 /// Bytes an engine must leave at the front of a transmit buffer for the IPv4 header.
@@ -21,6 +22,10 @@ pub const HEADROOM: usize = 20;
 /// What an engine wants sent. The transport bytes (header, with its checksum computed over
 /// the pseudo-header of `src`/`dst`, and payload) are in the caller's buffer after
 /// [`HEADROOM`] reserved bytes.
+///
+/// The last three fields are scheduling metadata the driver copies into the packet's
+/// [`crate::PktMeta`] (`sk`, `txtime`, `pacing_rate`) for qdiscs such as `fq`; an engine
+/// that does not pace leaves them at their defaults (`..Transmit::default()`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Transmit {
     /// Source address (an engine with several local addresses picks one per path).
@@ -33,6 +38,29 @@ pub struct Transmit {
     pub tos: u8,
     /// Don't-fragment bit (Linux sets DF on TCP/SCTP when PMTU discovery is on).
     pub dont_frag: bool,
+    /// The sending socket as an opaque non-zero key (`skb->sk`), or 0: the driver then
+    /// derives one from the 5-tuple, so every connection is one `fq` flow.
+    pub sk: u64,
+    /// Earliest departure time (`skb->tstamp`, EDT), [`Instant::ZERO`] for none.
+    pub txtime: Instant,
+    /// `sk->sk_pacing_rate` in bytes/s, `u64::MAX` for none (`~0UL`).
+    pub pacing_rate: u64,
+}
+
+impl Default for Transmit {
+    /// Unspecified addresses, protocol 0, no scheduling metadata.
+    fn default() -> Self {
+        Transmit {
+            src: Ipv4Addr::UNSPECIFIED,
+            dst: Ipv4Addr::UNSPECIFIED,
+            proto: 0,
+            tos: 0,
+            dont_frag: false,
+            sk: 0,
+            txtime: Instant::ZERO,
+            pacing_rate: u64::MAX,
+        }
+    }
 }
 
 /// Application-visible events, as `poll`/`epoll` would report them.

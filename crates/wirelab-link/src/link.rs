@@ -28,6 +28,8 @@ pub enum Fate {
         corrupted: bool,
         /// Sent with zero delay by `reorder`/`gap`.
         reordered: bool,
+        /// The loss model hit it but `ecn` marked it CE instead (`INET_ECN_set_ce()`).
+        ecn_marked: bool,
     },
     /// Dropped; it still occupied the transmitter for its serialisation time.
     Lost(LossCause),
@@ -89,6 +91,8 @@ pub struct LinkStats {
     pub corrupted: u64,
     /// Copies sent early by `reorder`.
     pub reordered: u64,
+    /// Copies the loss model hit that `ecn` CE-marked instead of dropping.
+    pub ecn_marked: u64,
     /// Copies handed out by [`LinkDirection::poll_arrival`].
     pub delivered: u64,
 }
@@ -247,7 +251,7 @@ impl LinkDirection {
     /// Puts `pkt` on the wire: serialisation starts at `now` (or when the current frame
     /// ends, if the driver calls while busy). Impairments are decided in
     /// `netem_enqueue`'s order: duplicate, loss, corrupt, reorder/gap, delay + jitter.
-    pub fn transmit(&mut self, now: Instant, pkt: Pkt) -> TxResult {
+    pub fn transmit(&mut self, now: Instant, mut pkt: Pkt) -> TxResult {
         self.advance(now);
         let start = now.max(self.busy_until);
         self.stats.tx_packets += 1;
@@ -261,7 +265,7 @@ impl LinkDirection {
         }
         // netem_enqueue: "Random duplication", then "Drop packet?"
         let dup = self.duplicate != 0 && self.duplicate >= self.dup_cor.next(&mut self.rng_dup);
-        let hit = self.loss.event(&mut self.rng_loss);
+        let (hit, marked) = self.loss_event(&mut pkt);
         // count = 1 + dup - lost: a duplicated packet that is also lost is sent once.
         let (orig_lost, make_dup) = match (dup, hit) {
             (false, h) => (h, false),
@@ -270,13 +274,14 @@ impl LinkDirection {
         };
         // the clone is taken before the original is corrupted, as netem does
         let clone = if make_dup { Some(pkt.clone()) } else { None };
-        let (original, end) = self.send_copy(start, pkt, orig_lost);
+        let (original, end) = self.send_copy(start, pkt, orig_lost, marked);
         let mut tx_end = end;
         let duplicate = clone.map(|c| {
             // netem re-enqueues the clone with q->duplicate = 0: it meets the loss model again
             self.stats.duplicated += 1;
-            let hit = self.loss.event(&mut self.rng_loss);
-            let (fate, end) = self.send_copy(tx_end, c, hit);
+            let mut c = c;
+            let (hit, marked) = self.loss_event(&mut c);
+            let (fate, end) = self.send_copy(tx_end, c, hit, marked);
             tx_end = end;
             fate
         });
@@ -284,8 +289,26 @@ impl LinkDirection {
         TxResult { tx_end, original, duplicate }
     }
 
+    /// `loss_event()` with netem's `ecn`: a hit on an ECN-capable packet marks it CE
+    /// (`if (q->ecn && INET_ECN_set_ce(skb))`) instead of losing it. Returns (loss, marked).
+    #[inline]
+    fn loss_event(&mut self, pkt: &mut Pkt) -> (Option<LossHit>, bool) {
+        let hit = self.loss.event(&mut self.rng_loss);
+        if hit.is_some() && self.spec.ecn && self.ecn_mark(pkt) {
+            return (None, true);
+        }
+        (hit, false)
+    }
+
+    #[cold]
+    fn ecn_mark(&mut self, pkt: &mut Pkt) -> bool {
+        let m = pkt.inet_ecn_set_ce();
+        self.stats.ecn_marked += m as u64;
+        m
+    }
+
     /// Serialises one copy starting at `start` and applies corrupt, reorder and delay.
-    fn send_copy(&mut self, start: Instant, mut pkt: Pkt, lost: Option<LossHit>) -> (Fate, Instant) {
+    fn send_copy(&mut self, start: Instant, mut pkt: Pkt, lost: Option<LossHit>, ecn_marked: bool) -> (Fate, Instant) {
         let end = start.saturating_add(self.serialisation_time(&pkt));
         match lost {
             Some(LossHit::Random) => {
@@ -338,7 +361,7 @@ impl LinkDirection {
         self.last_arrival = self.last_arrival.max(arrival);
         self.push(InFlight { arrival, seq: self.seq, pkt });
         self.seq += 1;
-        (Fate::InFlight { arrival, corrupted, reordered }, end)
+        (Fate::InFlight { arrival, corrupted, reordered, ecn_marked }, end)
     }
 
     fn push(&mut self, f: InFlight) {
@@ -507,7 +530,7 @@ mod test {
         let mut l = link("rate 10mbit delay 20ms", 1);
         let r = l.transmit(Instant::ZERO, pkt(1500, 7));
         let arrival = Instant::ZERO + Duration::from_micros(21_200);
-        assert_eq!(r.original, Fate::InFlight { arrival, corrupted: false, reordered: false });
+        assert_eq!(r.original, Fate::InFlight { arrival, corrupted: false, reordered: false, ecn_marked: false });
         // driver's view: first the transmitter frees, then the packet arrives
         assert_eq!(l.poll_timeout(), Some(Instant::ZERO + Duration::from_micros(1200)));
         assert!(l.poll_arrival(Instant::ZERO + Duration::from_micros(1200)).is_none());
@@ -631,6 +654,61 @@ mod test {
         }
     }
 
+    /// An IPv4/UDP datagram with a valid header checksum and ECN field `ecn`.
+    fn ip(len: usize, id: u64, ecn: u8) -> Pkt {
+        let mut d = vec![0u8; len.max(28)];
+        d[0] = 0x45;
+        d[1] = 0xb8 | ecn; // DSCP EF, kept by marking
+        let tl = d.len() as u16;
+        d[2..4].copy_from_slice(&tl.to_be_bytes());
+        d[4..6].copy_from_slice(&(id as u16).to_be_bytes());
+        d[8] = 64;
+        d[9] = 17;
+        d[12..16].copy_from_slice(&[10, 0, 0, 1]);
+        d[16..20].copy_from_slice(&[10, 0, 0, 2]);
+        let c = wirelab_wire::checksum::finish(wirelab_wire::checksum::sum(&d[..20]));
+        d[10..12].copy_from_slice(&c.to_be_bytes());
+        let mut p = Pkt::new(d);
+        p.meta.id = id;
+        p
+    }
+
+    #[test]
+    fn ecn_marks_what_loss_would_drop() {
+        // same seed, same draws: the ECT packets netem marks are exactly the Not-ECT ones it loses
+        for model in ["loss 10%", "loss gemodel 2% 20%", "loss state 3% 30%"] {
+            let run = |ecn: u8| {
+                let mut l = link(&format!("{model} ecn rate 10mbit"), 21);
+                let r: Vec<TxResult> = (0..20_000u64).map(|i| l.transmit(l.busy_until(), ip(100, i, ecn))).collect();
+                (l, r)
+            };
+            let (mut ect, re) = run(2);
+            let (mut not_ect, rn) = run(0);
+            let lost: Vec<u64> = rn.iter().enumerate().filter(|(_, r)| r.lost()).map(|(i, _)| i as u64).collect();
+            assert!(lost.len() > 500, "{model}: {}", lost.len());
+            assert_eq!(not_ect.stats().ecn_marked, 0);
+            assert!(re.iter().all(|r| !r.lost()), "{model}: an ECT packet was lost");
+            let marked: Vec<u64> = re.iter().enumerate().filter(|(_, r)| matches!(r.original, Fate::InFlight { ecn_marked: true, .. })).map(|(i, _)| i as u64).collect();
+            assert_eq!(marked, lost, "{model}");
+            assert_eq!(ect.stats().ecn_marked, lost.len() as u64);
+            // the bytes: CE exactly on the marked ones, DSCP kept, header checksum valid
+            let got = drain(&mut ect);
+            assert_eq!(got.len(), 20_000);
+            for p in &got {
+                let ce = p.data[1] & 3 == 3;
+                assert_eq!(ce, marked.binary_search(&p.meta.id).is_ok());
+                assert_eq!(p.data[1] >> 2, 0xb8 >> 2);
+                assert_eq!(wirelab_wire::checksum::finish(wirelab_wire::checksum::sum(&p.data[..20])), 0);
+            }
+            assert_eq!(drain(&mut not_ect).len(), 20_000 - lost.len());
+        }
+        // ECT(1) is marked too; a duplicated packet that is marked is sent twice, both CE
+        let mut l = link("loss 100% duplicate 100% ecn", 3);
+        let r = l.transmit(Instant::ZERO, ip(60, 0, 1));
+        assert!(matches!(r.original, Fate::InFlight { ecn_marked: true, .. }) && r.duplicate.is_some_and(|d| d.arrival().is_some()));
+        assert!(drain(&mut l).iter().all(|p| p.data[1] & 3 == 3));
+    }
+
     #[test]
     fn duplicate_takes_link_time() {
         let mut l = link("rate 10mbit duplicate 100%", 1);
@@ -710,7 +788,7 @@ mod test {
             let r = l.transmit(ms(i), pkt(10, i));
             let early = i % 5 == 4;
             let want = if early { ms(i) } else { ms(i + 10) };
-            assert_eq!(r.original, Fate::InFlight { arrival: want, corrupted: false, reordered: early }, "{i}");
+            assert_eq!(r.original, Fate::InFlight { arrival: want, corrupted: false, reordered: early, ecn_marked: false }, "{i}");
         }
         assert_eq!(l.stats().reordered, 4);
     }
@@ -755,10 +833,12 @@ mod test {
 
     #[test]
     fn extreme_configuration_does_not_panic() {
+        // the largest times a netem string can hold (1e12s, used here before, is now an
+        // out-of-range error instead of being clamped to these)
         for s in [
-            "delay 1e12s 1e11s jitter-order reorder rate 1bit packetoverhead -100000",
-            "delay 1e12s 1e12s distribution pareto jitter-order fifo rate 1bit cellsize 1 celloverhead -5",
-            "delay 1ns 1e12s distribution paretonormal jitter-order reorder duplicate 100% corrupt 100%",
+            "delay 18446744073s 1e10s jitter-order reorder rate 1bit packetoverhead -100000",
+            "delay 18446744073s 18446744073s distribution pareto jitter-order fifo rate 1bit cellsize 1 celloverhead -5",
+            "delay 1ns 18446744073s distribution paretonormal jitter-order reorder duplicate 100% corrupt 100%",
         ] {
             let mut l = link(s, 1);
             for i in 0..100 {

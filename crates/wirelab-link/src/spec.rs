@@ -208,6 +208,9 @@ pub struct NetemSpec {
     pub reorder: Prob,
     /// `gap N` (iproute2 sets 1 when `reorder` is given without it).
     pub gap: u32,
+    /// `ecn`: a packet the loss model hits is CE-marked instead of dropped when it is
+    /// ECN-capable (ECT(0)/ECT(1)); Not-ECT packets are still lost (`netem_enqueue`).
+    pub ecn: bool,
 }
 
 impl Default for NetemSpec {
@@ -225,11 +228,12 @@ impl Default for NetemSpec {
             corrupt: Prob::default(),
             reorder: Prob::default(),
             gap: 0,
+            ecn: false,
         }
     }
 }
 
-const KEYWORDS: &str = "one of rate, delay, distribution, jitter-order, loss, duplicate, \
+const KEYWORDS: &str = "one of rate, delay, distribution, jitter-order, loss, ecn, duplicate, \
 corrupt, reorder, gap, limit";
 const JITTER_ORDER_HELP: &str = "a non-zero jitter needs `jitter-order fifo` (jitter never \
 reorders: a packet never arrives before the previous one, like netem with `rate` set) or \
@@ -403,12 +407,11 @@ impl NetemSpec {
                         reason: "wirelab seeds every netem from the run seed and the link's name; remove `seed`".into(),
                     })
                 }
-                "ecn" | "slot" | "packetoverhead" | "cellsize" | "celloverhead" => {
+                "ecn" => spec.ecn = true,
+                "slot" | "packetoverhead" | "cellsize" | "celloverhead" => {
                     return Err(LinkError::UnknownWord {
                         word: word.into(),
-                        expected: format!(
-                            "{KEYWORDS} (`ecn` and `slot` are not supported; overheads follow `rate RATE`)"
-                        ),
+                        expected: format!("{KEYWORDS} (`slot` is not supported; overheads follow `rate RATE`)"),
                     })
                 }
                 _ => return Err(LinkError::UnknownWord { word: word.into(), expected: KEYWORDS.into() }),
@@ -429,6 +432,13 @@ impl NetemSpec {
             return Err(LinkError::Invalid {
                 word: "gap".into(),
                 reason: "gap specified without reorder probability (add `reorder P%`)".into(),
+            });
+        }
+        // netem_parse_opt(): `if (opt.loss <= 0 && loss_type == NETEM_LOSS_UNSPEC)`
+        if spec.ecn && matches!(spec.loss, LossModel::None | LossModel::Random(Prob { p: 0.0, .. })) {
+            return Err(LinkError::Invalid {
+                word: "ecn".into(),
+                reason: "ecn requested without loss model (add `loss P%`, `loss state …` or `loss gemodel …`: ecn marks the packets it would lose)".into(),
             });
         }
         if dist_given && (spec.delay == Duration::ZERO || spec.jitter == Duration::ZERO) {
@@ -586,6 +596,9 @@ impl fmt::Display for NetemSpec {
                 write!(f, " celloverhead {}", r.cell_overhead)?;
             }
         }
+        if self.ecn {
+            write!(f, " ecn")?;
+        }
         if self.gap > 0 {
             write!(f, " gap {}", self.gap)?;
         }
@@ -645,6 +658,8 @@ mod test {
             "delay 100ms 10ms jitter-order fifo loss state 1% 20% 3% 90% 0.5% duplicate 1% corrupt 0.1% 5%",
             "delay 1ms reorder 25% 50% gap 5 loss gemodel 1% 20% 70% 0.1% rate 1544kbit packetoverhead 14 cellsize 48 celloverhead 5",
             "limit 20",
+            "delay 5ms loss 1% ecn",
+            "loss gemodel 1% 20% ecn rate 10mbit",
         ] {
             let a = NetemSpec::parse(s).unwrap();
             let printed = a.to_string();
@@ -693,6 +708,11 @@ mod test {
         assert!(e.contains("p13 + p14"), "{e}");
         let e = err("seed 5");
         assert!(e.contains("`seed`"), "{e}");
+        let e = err("delay 10ms ecn");
+        assert!(e.contains("`ecn`") && e.contains("without loss model"), "{e}");
+        let e = err("loss 0% ecn");
+        assert!(e.contains("without loss model"), "{e}");
+        assert!(NetemSpec::parse("ecn loss state 1%").unwrap().ecn, "order does not matter");
     }
 
     #[test]

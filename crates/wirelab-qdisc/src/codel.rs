@@ -19,10 +19,18 @@ const REC_INV_SQRT_SHIFT: u32 = 16;
 pub fn codel_time(t: Instant) -> u64 {
     t.as_nanos() >> CODEL_SHIFT
 }
-/// Duration → CoDel time (as the kernel converts `target`/`interval`).
+/// Duration → CoDel time.
 #[inline]
 pub fn codel_dur(d: Duration) -> u64 {
     d.as_nanos() >> CODEL_SHIFT
+}
+
+/// A `tc` time option → CoDel time as it reaches the kernel: iproute2's `get_time()` gives
+/// whole microseconds (truncated), `codel_change()` computes `(us * NSEC_PER_USEC) >>
+/// CODEL_SHIFT`.
+#[inline]
+pub fn codel_tc_time(d: Duration) -> u64 {
+    (d.as_micros() * 1000) >> CODEL_SHIFT
 }
 
 /// `struct codel_params`.
@@ -34,6 +42,11 @@ pub struct CodelParams {
     pub interval: u64,
     /// `ce_threshold` (`u64::MAX` = disabled, `CODEL_DISABLED_THRESHOLD`).
     pub ce_threshold: u64,
+    /// `ce_threshold_selector VALUE/MASK` (fq_codel): only packets whose DS field
+    /// (TOS byte) `& mask == selector` are CE-marked above `ce_threshold`; mask 0 = all.
+    pub ce_threshold_selector: u8,
+    /// The mask of `ce_threshold_selector`.
+    pub ce_threshold_mask: u8,
     /// Mark ECT packets instead of dropping.
     pub ecn: bool,
     /// Backlog at or below which CoDel never drops (`psched_mtu()`).
@@ -47,6 +60,8 @@ impl CodelParams {
             target: codel_dur(Duration::from_millis(5)),
             interval: codel_dur(Duration::from_millis(100)),
             ce_threshold: u64::MAX,
+            ce_threshold_selector: 0,
+            ce_threshold_mask: 0,
             ecn: false,
             mtu: dev.psched_mtu(),
         }
@@ -203,10 +218,13 @@ pub(crate) fn codel_dequeue<S: CodelSource>(
     finish(skb, p, v, st)
 }
 
+/// `codel_dequeue()`'s `end:` label: a packet whose sojourn exceeds `ce_threshold` is
+/// CE-marked (if ECN-capable and, with a selector, if its DS field matches).
 fn finish(mut skb: Option<Pkt>, p: &CodelParams, v: &CodelVars, st: &mut CodelStats) -> Option<Pkt> {
     if p.ce_threshold != u64::MAX && v.ldelay > p.ce_threshold {
         if let Some(s) = skb.as_mut() {
-            if ecn_set_ce(s) {
+            let set_ce = p.ce_threshold_mask == 0 || s.ecn().is_some_and(|_| s.data[1] & p.ce_threshold_mask == p.ce_threshold_selector);
+            if set_ce && ecn_set_ce(s) {
                 st.ce_mark += 1;
             }
         }

@@ -19,8 +19,10 @@
 //! errors that name the option and the qdisc; nothing is silently ignored.
 use crate::cbq::{tc_cbq_calc_maxidle, tc_cbq_calc_offtime, Cbq, CbqClassDef, CbqClassParams, CbqLinkParams, CbqRate, TC_CBQ_DEF_EWMA, TC_CBQ_MAXPRIO};
 use crate::classify::{Classifier, FilterChain, Fw, U32};
-use crate::codel::{codel_dur, Codel, CodelParams};
+use crate::codel::{codel_tc_time, Codel, CodelParams};
 use crate::fifo::{Fifo, FifoKind};
+use crate::dualpi2::{DualPi2, DualPi2Opts};
+use crate::fq::{Fq, FqOpts};
 use crate::fq_codel::{FqCodel, FqCodelParams};
 use crate::htb::{Htb, HtbClassDef, HtbClassParams, TC_HTB_NUMPRIO};
 use crate::netem::NetemQdisc;
@@ -64,11 +66,13 @@ enum QdiscOpts {
     Tbf { rate: u64, burst: u64, limit: Option<u64>, latency: Option<Duration>, peakrate: Option<u64>, mtu: Option<u64> },
     Sfq(SfqOpts),
     Codel { limit: u32, target: Option<Duration>, interval: Option<Duration>, ecn: bool, ce_threshold: Option<Duration> },
-    FqCodel { limit: Option<u32>, flows: Option<u32>, quantum: Option<u32>, target: Option<Duration>, interval: Option<Duration>, ecn: Option<bool>, ce_threshold: Option<Duration>, memory_limit: Option<u64>, drop_batch: Option<u32> },
-    Red { limit: u64, min: u64, max: u64, avpkt: u64, burst: u32, probability: f64, bandwidth: u64, ecn: bool, harddrop: bool },
+    FqCodel { limit: Option<u32>, flows: Option<u32>, quantum: Option<u32>, target: Option<Duration>, interval: Option<Duration>, ecn: Option<bool>, ce_threshold: Option<Duration>, ce_selector: Option<(u8, u8)>, memory_limit: Option<u64>, drop_batch: Option<u32> },
+    Red { limit: u64, min: u64, max: u64, avpkt: u64, burst: u32, probability: f64, bandwidth: u64, ecn: bool, harddrop: bool, nodrop: bool },
     Htb { defcls: u16, r2q: u32, direct_qlen: Option<u32> },
     Cbq { bandwidth: u64, avpkt: u32, ewma: u8, allot: u32, mpu: u32, cell: Option<u8> },
     Netem(NetemSpec),
+    Fq(FqOpts),
+    DualPi2(DualPi2Opts),
 }
 
 #[derive(Clone, Debug)]
@@ -146,37 +150,43 @@ pub struct TcConfig {
     next_auto: u16,
 }
 
-type R<T> = Result<T, String>;
+pub(crate) type R<T> = Result<T, String>;
 
 /// Cursor over a command's tokens.
-struct Args<'a> {
-    t: Vec<&'a str>,
-    i: usize,
+pub(crate) struct Args<'a> {
+    pub(crate) t: Vec<&'a str>,
+    pub(crate) i: usize,
 }
 impl<'a> Args<'a> {
-    fn peek(&self) -> Option<&'a str> {
+    pub(crate) fn peek(&self) -> Option<&'a str> {
         self.t.get(self.i).copied()
     }
-    fn next(&mut self) -> Option<&'a str> {
+    pub(crate) fn next(&mut self) -> Option<&'a str> {
         let v = self.peek();
         self.i += 1;
         v
     }
-    fn val(&mut self, who: &str, opt: &str) -> R<&'a str> {
+    pub(crate) fn val(&mut self, who: &str, opt: &str) -> R<&'a str> {
         self.next().ok_or_else(|| format!("{who}: option `{opt}` needs a value"))
     }
 }
 
-fn bad(who: &str, opt: &str, v: &str, e: impl fmt::Display) -> String {
+pub(crate) fn bad(who: &str, opt: &str, v: &str, e: impl fmt::Display) -> String {
     format!("{who}: bad value `{v}` for `{opt}`: {e}")
 }
-fn u32_opt(who: &str, opt: &str, v: &str) -> R<u32> {
+pub(crate) fn u32_opt(who: &str, opt: &str, v: &str) -> R<u32> {
     parse_c_u32(v).ok_or_else(|| bad(who, opt, v, "expected an integer"))
 }
 fn size_opt(who: &str, opt: &str, v: &str) -> R<u64> {
     // get_size_and_cell(): a trailing "/cell" is accepted and ignored (rate tables unused)
     let v0 = v.split('/').next().unwrap_or(v);
     parse_size(v0).map_err(|e| bad(who, opt, v, e))
+}
+/// A size that tc stores in a 32-bit field (`get_size()` into an `unsigned int`, which
+/// refuses what does not fit): larger values are errors, never clamped.
+fn size_u32_opt(who: &str, opt: &str, v: &str) -> R<u32> {
+    let x = size_opt(who, opt, v)?;
+    u32::try_from(x).map_err(|_| bad(who, opt, v, "must be at most 4294967295 (tc keeps it in 32 bits)"))
 }
 fn rate_opt(who: &str, opt: &str, v: &str) -> R<u64> {
     let r = parse_rate(v).map_err(|e| bad(who, opt, v, e))?;
@@ -185,15 +195,50 @@ fn rate_opt(who: &str, opt: &str, v: &str) -> R<u64> {
     }
     Ok(r)
 }
-fn time_opt(who: &str, opt: &str, v: &str) -> R<Duration> {
+pub(crate) fn time_opt(who: &str, opt: &str, v: &str) -> R<Duration> {
     parse_time(v).map_err(|e| bad(who, opt, v, e))
 }
 fn classid_opt(who: &str, opt: &str, v: &str) -> R<ClassId> {
     ClassId::parse(v).ok_or_else(|| bad(who, opt, v, "expected a class id like 1:10"))
 }
-fn unsupported(who: &str, opt: &str) -> String {
-    format!("{who}: unsupported option `{opt}`")
+/// The options each kind accepts, in tc's spelling (for "unsupported option" errors).
+fn valid_options(who: &str) -> &'static str {
+    match who {
+        "pfifo" | "bfifo" | "pfifo_head_drop" => "limit",
+        "pfifo_fast" => "none (pfifo_fast takes no options)",
+        "prio" => "bands, priomap",
+        "tbf" => "rate, burst (buffer, maxburst), limit, latency, peakrate, mtu (minburst)",
+        "sfq" => "limit, perturb, quantum, divisor, flows, depth, headdrop",
+        "codel" => "limit, target, interval, ce_threshold, ecn, noecn",
+        "fq_codel" => "limit, flows, quantum, target, interval, ce_threshold, ce_threshold_selector, memory_limit, drop_batch, ecn, noecn",
+        "red" => "limit, min, max, avpkt, burst, probability, bandwidth, ecn, harddrop, nodrop",
+        "htb" => "default, r2q, direct_qlen",
+        "cbq" => "bandwidth (rate), avpkt, allot, mpu, ewma, cell",
+        "dualpi2" => "limit, memlimit, target, tupdate, alpha, beta, max_rtt, typical_rtt, coupling_factor, step_thresh, \
+                      min_qlen_step, drop_on_overload, overflow, drop_enqueue, drop_dequeue, classic_protection, l4s_ect, \
+                      any_ect, split_gso, no_split_gso",
+        "fq" => "limit, flow_limit, quantum, initial_quantum, maxrate, buckets, pacing, nopacing, refill_delay, \
+                 low_rate_threshold, orphan_mask, timer_slack, ce_threshold, horizon, horizon_drop, horizon_cap, \
+                 offload_horizon, bands 3 priomap, weights, defrate",
+        "htb class" => "rate, ceil, burst (buffer, maxburst), cburst (cbuffer, cmaxburst), prio, quantum, mtu",
+        "cbq class" => "rate, bandwidth, allot, avpkt, mpu, weight, prio, cell, ewma, maxburst, minburst, minidle, \
+                        bounded, borrow, isolated, sharing, split, defmap",
+        "u32" => "match, flowid (classid)",
+        "fw" => "flowid (classid)",
+        _ => "",
+    }
 }
+
+/// An option `who` does not know, naming the ones it does.
+pub(crate) fn unsupported(who: &str, opt: &str) -> String {
+    match valid_options(who) {
+        "" => format!("{who}: unsupported option `{opt}`"),
+        v => format!("{who}: unsupported option `{opt}` (valid: {v})"),
+    }
+}
+
+/// The qdisc kinds [`TcConfig`] builds.
+pub const QDISC_KINDS: &str = "pfifo, bfifo, pfifo_head_drop, pfifo_fast, prio, tbf, sfq, red, codel, fq_codel, fq, dualpi2, netem, htb, cbq";
 
 fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
     let w = kind;
@@ -207,7 +252,7 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
             let mut limit = None;
             while let Some(o) = a.next() {
                 match o {
-                    "limit" => limit = Some(size_opt(w, o, a.val(w, o)?)?),
+                    "limit" => limit = Some(size_u32_opt(w, o, a.val(w, o)?)? as u64),
                     _ => return Err(unsupported(w, o)),
                 }
             }
@@ -238,7 +283,6 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
                         }
                         map_given = true;
                     }
-                    "multiqueue" => return Err(unsupported(w, o)),
                     _ => return Err(unsupported(w, o)),
                 }
             }
@@ -305,7 +349,7 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
                             }
                         }
                     }
-                    "quantum" => o_.quantum = Some(size_opt(w, o, a.val(w, o)?)?.min(u32::MAX as u64) as u32),
+                    "quantum" => o_.quantum = Some(size_u32_opt(w, o, a.val(w, o)?)?),
                     "divisor" => o_.divisor = Some(u32_opt(w, o, a.val(w, o)?)?),
                     "flows" => o_.flows = Some(u32_opt(w, o, a.val(w, o)?)?),
                     "depth" => o_.depth = Some(u32_opt(w, o, a.val(w, o)?)?),
@@ -331,7 +375,7 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
             QdiscOpts::Codel { limit, target, interval, ecn, ce_threshold: ce }
         }
         "fq_codel" => {
-            let (mut limit, mut flows, mut quantum, mut target, mut interval, mut ecn, mut ce, mut mem, mut batch) = (None, None, None, None, None, None, None, None, None);
+            let (mut limit, mut flows, mut quantum, mut target, mut interval, mut ecn, mut ce, mut mem, mut batch, mut sel) = (None, None, None, None, None, None, None, None, None, None);
             while let Some(o) = a.next() {
                 match o {
                     "limit" => limit = Some(u32_opt(w, o, a.val(w, o)?)?),
@@ -340,6 +384,14 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
                     "target" => target = Some(time_opt(w, o, a.val(w, o)?)?),
                     "interval" => interval = Some(time_opt(w, o, a.val(w, o)?)?),
                     "ce_threshold" => ce = Some(time_opt(w, o, a.val(w, o)?)?),
+                    "ce_threshold_selector" => {
+                        let v = a.val(w, o)?;
+                        let (val, mask) = v.split_once('/').ok_or_else(|| bad(w, o, v, "missing mask: expected VALUE/MASK like 0x01/0x03"))?;
+                        let byte = |x: &str| parse_c_u32(x).filter(|&n| n <= 255).map(|n| n as u8);
+                        let mask = byte(mask).ok_or_else(|| bad(w, o, v, "illegal mask: expected a byte 0..=255"))?;
+                        let val = byte(val).ok_or_else(|| bad(w, o, v, "illegal value: expected a byte 0..=255"))?;
+                        sel = Some((val, mask));
+                    }
                     "memory_limit" => mem = Some(size_opt(w, o, a.val(w, o)?)?),
                     "drop_batch" => batch = Some(u32_opt(w, o, a.val(w, o)?)?),
                     "ecn" => ecn = Some(true),
@@ -350,10 +402,10 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
             if flows == Some(0) || flows.is_some_and(|f| f > 65536) {
                 return Err("fq_codel: `flows` must be 1..=65536".into());
             }
-            QdiscOpts::FqCodel { limit, flows, quantum, target, interval, ecn, ce_threshold: ce, memory_limit: mem, drop_batch: batch }
+            QdiscOpts::FqCodel { limit, flows, quantum, target, interval, ecn, ce_threshold: ce, ce_selector: sel, memory_limit: mem, drop_batch: batch }
         }
         "red" => {
-            let (mut limit, mut min, mut max, mut avpkt, mut burst, mut prob, mut bw, mut ecn, mut harddrop) = (0, 0, 0, 0, 0u32, 0.02f64, 10_000_000u64, false, false);
+            let (mut limit, mut min, mut max, mut avpkt, mut burst, mut prob, mut bw, mut ecn, mut harddrop, mut nodrop) = (0, 0, 0, 0, 0u32, 0.02f64, 10_000_000u64, false, false, false);
             while let Some(o) = a.next() {
                 match o {
                     "limit" => limit = size_opt(w, o, a.val(w, o)?)?,
@@ -368,6 +420,7 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
                     }
                     "ecn" => ecn = true,
                     "harddrop" => harddrop = true,
+                    "nodrop" => nodrop = true,
                     _ => return Err(unsupported(w, o)),
                 }
             }
@@ -387,7 +440,11 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
             if max < min {
                 return Err(format!("red: `max` ({max}) is below `min` ({min})"));
             }
-            QdiscOpts::Red { limit, min, max, avpkt, burst, probability: prob, bandwidth: bw, ecn, harddrop }
+            if nodrop && !ecn {
+                // red_validate_flags()
+                return Err("red: `nodrop` mode is only meaningful with `ecn`".into());
+            }
+            QdiscOpts::Red { limit, min, max, avpkt, burst, probability: prob, bandwidth: bw, ecn, harddrop, nodrop }
         }
         "htb" => {
             let (mut defcls, mut r2q, mut dq) = (0u16, 10u32, None);
@@ -419,9 +476,9 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
             while let Some(o) = a.next() {
                 match o {
                     "bandwidth" | "rate" => bw = rate_opt(w, o, a.val(w, o)?)?,
-                    "avpkt" => avpkt = size_opt(w, o, a.val(w, o)?)?.min(u32::MAX as u64) as u32,
-                    "allot" => allot = size_opt(w, o, a.val(w, o)?)?.min(u32::MAX as u64) as u32,
-                    "mpu" => mpu = size_opt(w, o, a.val(w, o)?)?.min(u32::MAX as u64) as u32,
+                    "avpkt" => avpkt = size_u32_opt(w, o, a.val(w, o)?)?,
+                    "allot" => allot = size_u32_opt(w, o, a.val(w, o)?)?,
+                    "mpu" => mpu = size_u32_opt(w, o, a.val(w, o)?)?,
                     "ewma" => ewma = ewma_opt(a.val(w, o)?)?,
                     "cell" => cell = Some(cell_opt(a.val(w, o)?)?),
                     _ => return Err(unsupported(w, o)),
@@ -435,9 +492,30 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
             }
             QdiscOpts::Cbq { bandwidth: bw, avpkt, ewma, allot: allot.max(avpkt.saturating_mul(3) / 2), mpu, cell }
         }
-        _ => return Err(format!("unknown or unsupported qdisc kind `{kind}`")),
+        "fq" => QdiscOpts::Fq(FqOpts::parse(a)?),
+        "dualpi2" => QdiscOpts::DualPi2(DualPi2Opts::parse(a)?),
+        _ => return Err(format!("unknown or unsupported qdisc kind `{kind}` (supported: {QDISC_KINDS})")),
     })
 }
+
+/// iproute2's `get_time()`: a time as whole microseconds (truncated), at most `u32::MAX`.
+pub(crate) fn time_us_opt(who: &str, opt: &str, v: &str) -> R<u64> {
+    let us = time_opt(who, opt, v)?.as_micros();
+    if us > u32::MAX as u64 {
+        return Err(bad(who, opt, v, "at most 4294967295us (about 71 minutes)"));
+    }
+    Ok(us)
+}
+
+/// A `tc` rate as bytes/s in 32 bits (`get_rate()`).
+pub(crate) fn rate32_opt(who: &str, opt: &str, v: &str) -> R<u64> {
+    let bytes = parse_rate(v).map_err(|e| bad(who, opt, v, e))? / 8;
+    if bytes > u32::MAX as u64 {
+        return Err(bad(who, opt, v, "at most 34359738360bit (4294967295 bytes/s; tc passes 32 bits)"));
+    }
+    Ok(bytes)
+}
+
 
 fn ewma_opt(v: &str) -> R<u8> {
     let n = parse_c_u32(v).ok_or_else(|| bad("cbq", "ewma", v, "expected an integer"))?;
@@ -458,7 +536,7 @@ fn parse_cbq_class_opts(a: &mut Args) -> R<CbqClassOpts> {
     let w = "cbq class";
     let mut o_ = CbqClassOpts::default();
     let u32v = |a: &mut Args, o: &str| -> R<u32> { u32_opt(w, o, a.val(w, o)?) };
-    let sz = |a: &mut Args, o: &str| -> R<u32> { Ok(size_opt(w, o, a.val(w, o)?)?.min(u32::MAX as u64) as u32) };
+    let sz = |a: &mut Args, o: &str| -> R<u32> { size_u32_opt(w, o, a.val(w, o)?) };
     while let Some(o) = a.next() {
         match o {
             "rate" => o_.rate = Some(rate_opt(w, o, a.val(w, o)?)?),
@@ -1031,22 +1109,24 @@ impl Builder<'_> {
                 Box::new(Tbf::new(p, child))
             }
             QdiscOpts::Netem(spec) => Box::new(NetemQdisc::new(spec.clone(), rng("netem"))),
+            QdiscOpts::Fq(o) => Box::new(Fq::new(o.params(&dev), rng("fq"))),
+            QdiscOpts::DualPi2(o) => Box::new(DualPi2::new(o.params(&dev), &dev, rng("dualpi2"))),
             QdiscOpts::Sfq(o) => Box::new(Sfq::new(o, &dev, rng("sfq")).map_err(|m| err(line, &format!("sfq: {m}")))?),
             QdiscOpts::Codel { limit, target, interval, ecn, ce_threshold } => {
                 let mut p = CodelParams::new(&dev);
                 if let Some(t) = target {
-                    p.target = codel_dur(*t);
+                    p.target = codel_tc_time(*t);
                 }
                 if let Some(i) = interval {
-                    p.interval = codel_dur(*i);
+                    p.interval = codel_tc_time(*i);
                 }
                 if let Some(c) = ce_threshold {
-                    p.ce_threshold = codel_dur(*c);
+                    p.ce_threshold = codel_tc_time(*c);
                 }
                 p.ecn = *ecn;
                 Box::new(Codel::new(*limit, p))
             }
-            QdiscOpts::FqCodel { limit, flows, quantum, target, interval, ecn, ce_threshold, memory_limit, drop_batch } => {
+            QdiscOpts::FqCodel { limit, flows, quantum, target, interval, ecn, ce_threshold, ce_selector, memory_limit, drop_batch } => {
                 let mut p = FqCodelParams::new(&dev);
                 if let Some(v) = limit {
                     p.limit = *v;
@@ -1058,13 +1138,17 @@ impl Builder<'_> {
                     p.quantum = (*v).max(256); // fq_codel_change(): quantum >= 256
                 }
                 if let Some(t) = target {
-                    p.codel.target = codel_dur(*t);
+                    p.codel.target = codel_tc_time(*t);
                 }
                 if let Some(i) = interval {
-                    p.codel.interval = codel_dur(*i);
+                    p.codel.interval = codel_tc_time(*i);
                 }
                 if let Some(c) = ce_threshold {
-                    p.codel.ce_threshold = codel_dur(*c);
+                    p.codel.ce_threshold = codel_tc_time(*c);
+                }
+                if let Some((val, mask)) = ce_selector {
+                    p.codel.ce_threshold_selector = *val;
+                    p.codel.ce_threshold_mask = *mask;
                 }
                 if let Some(e) = ecn {
                     p.codel.ecn = *e;
@@ -1077,9 +1161,9 @@ impl Builder<'_> {
                 }
                 Box::new(FqCodel::new(p, rng("fq_codel")))
             }
-            QdiscOpts::Red { limit, min, max, avpkt, burst, probability, bandwidth, ecn, harddrop } => {
+            QdiscOpts::Red { limit, min, max, avpkt, burst, probability, bandwidth, ecn, harddrop, nodrop } => {
                 let wlog = tc_red_eval_ewma(*min, *burst, *avpkt).ok_or_else(|| err(line, &format!("red: burst {burst} is too small; try burst {}", (min / avpkt).saturating_add(1))))?;
-                let p = RedParams { limit: *limit, qth_min: *min, qth_max: *max, wlog, max_p: *probability, avpkt: *avpkt, bandwidth_bps: *bandwidth, ecn: *ecn, harddrop: *harddrop };
+                let p = RedParams { limit: *limit, qth_min: *min, qth_max: *max, wlog, max_p: *probability, avpkt: *avpkt, bandwidth_bps: *bandwidth, ecn: *ecn, harddrop: *harddrop, nodrop: *nodrop };
                 Box::new(Red::new(p, rng("red")))
             }
             QdiscOpts::Htb { defcls, r2q, direct_qlen } => {
@@ -1222,7 +1306,22 @@ mod test {
         assert!(e.message.contains("rate"), "{e}");
         let e = TcConfig::parse("red limit 100000 avpkt 1000 adaptive").unwrap_err();
         assert!(e.message.contains("adaptive"), "{e}");
-        assert!(TcConfig::parse("bogus limit 3").is_err());
+        let e = TcConfig::parse("bogus limit 3").unwrap_err();
+        assert!(e.message.contains("`bogus`") && e.message.contains("fq_codel, fq,"), "{e}");
+        // unknown options name the valid ones, for every kind
+        for (cfg, valid) in [
+            ("sfq perturb 10 redflowlimit 100", "limit, perturb"),
+            ("fq pacing_rate 1mbit", "flow_limit, quantum, initial_quantum, maxrate"),
+            ("fq_codel ecn_threshold 1ms", "ce_threshold, ce_threshold_selector"),
+            ("codel ce_threshold_selector 1/3", "ce_threshold, ecn, noecn"),
+            ("red limit 1000 avpkt 100 adaptive", "ecn, harddrop, nodrop"),
+            ("pfifo depth 3", "limit"),
+            ("prio bands 3 multiqueue", "bands, priomap"),
+            ("htb default 1\n1:1 htb rate 1mbit floor 2mbit", "rate, ceil"),
+        ] {
+            let e = TcConfig::parse(cfg).unwrap_err();
+            assert!(e.message.contains("unsupported option") && e.message.contains(valid), "{cfg}: {e}");
+        }
         assert!(TcConfig::parse("htb default 1\n1:10 htb rate 1mbit\nu32 match u16 1 0xffff at 33 flowid 1:10").is_err());
     }
 

@@ -131,6 +131,8 @@ impl FqCodel {
                 break;
             }
         }
+        // "Tell codel to increase its signal strength also"
+        f.cvars.count = f.cvars.count.wrapping_add(i);
         self.backlogs[idx] -= len;
         self.backlog -= len;
         self.qlen -= i;

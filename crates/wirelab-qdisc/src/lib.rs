@@ -3,7 +3,8 @@
 //! Mirrors `net/sched/` of Linux (5.x/6.x semantics unless a module says otherwise):
 //!
 //! * classless: [`fifo`] (`pfifo`, `bfifo`, `pfifo_head_drop`), [`prio::PfifoFast`],
-//!   [`tbf`], [`sfq`], [`red`], [`codel`], [`fq_codel`];
+//!   [`tbf`], [`sfq`], [`red`], [`codel`], [`fq_codel`], [`fq`] (per-flow pacing),
+//!   [`dualpi2`] (L4S);
 //! * delay/impairment: [`netem`] (`netem` as a qdisc: a tfifo by `time_to_send`, stackable);
 //! * classful: [`prio::Prio`], [`htb`], [`cbq`] (each class holds a child qdisc), `tbf` (one class);
 //! * classifiers: [`classify`] (`u32`, `fw`, `skb->priority`, and the [`Classifier`] plug-in
@@ -25,7 +26,9 @@ pub mod cbq;
 pub mod classify;
 pub mod codel;
 pub mod config;
+pub mod dualpi2;
 pub mod fifo;
+pub mod fq;
 pub mod fq_codel;
 pub mod htb;
 pub mod netem;

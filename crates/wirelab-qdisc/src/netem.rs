@@ -2,8 +2,9 @@
 //!
 //! The impairment decisions (duplicate, loss with every loss model, corrupt, reorder/gap,
 //! delay + jitter with correlation and distribution tables) are wirelab-link's netem
-//! machinery: a [`LinkDirection`] without `rate` is driven with a one-byte stand-in for each
-//! packet and its [`TxResult`] tells the fate of the original and the duplicate. The queue
+//! machinery: a [`LinkDirection`] without `rate` is driven with a stand-in for each packet
+//! (a copy of its IPv4 header, so that `ecn` can tell ECN-capable packets) and its
+//! [`TxResult`] tells the fate of the original and the duplicate. The queue
 //! itself is Linux's *tfifo*: every packet gets a `time_to_send` at enqueue and leaves in
 //! `time_to_send` order (`tfifo_enqueue`: a linear list while times are monotone, an
 //! ordered tree for packets that overtake). Consequences, as in Linux:
@@ -15,7 +16,10 @@
 //!   plus the packet's transmit time, so packets are spaced by `rate` and never reordered;
 //! * `reorder P% gap N` packets go to the *head* of the queue (`__qdisc_enqueue_head`) and
 //!   leave at once;
-//! * loss happens at enqueue and counts as a drop; `limit` (default 1000) caps the tfifo.
+//! * loss happens at enqueue and counts as a drop; `limit` (default 1000) caps the tfifo;
+//! * `ecn`: a packet the loss model hits is CE-marked instead if it is ECT(0)/ECT(1)
+//!   (`if (q->ecn && INET_ECN_set_ce(skb)) qdisc_qstats_drop(sch)`): as in Linux 6.18 the
+//!   mark is counted in `dropped` although the packet is sent, and in the `ecn_marked` xstat.
 //!
 //! `dequeue` returns `None` until the earliest `time_to_send` is reached;
 //! [`Qdisc::next_wakeup`] returns that time (`qdisc_watchdog_schedule_ns`).
@@ -64,6 +68,8 @@ pub struct NetemCounters {
     /// Packets sent to the head of the queue by `reorder`/`gap` (Linux counts them as
     /// `requeues`).
     pub reordered: u64,
+    /// Copies the loss model hit that `ecn` CE-marked instead of dropping.
+    pub ecn_marked: u64,
 }
 
 /// `netem` as a queueing discipline: a tfifo of packets ordered by `time_to_send`.
@@ -85,7 +91,7 @@ pub struct NetemQdisc {
     tree: BinaryHeap<Slot>,
     seq: u64,
     backlog: usize,
-    /// The reusable one-byte stand-in handed to the engine.
+    /// The reusable stand-in handed to the engine (a copy of the packet's IPv4 header).
     spare: Option<Pkt>,
     rng_corrupt: Rng,
     x: NetemCounters,
@@ -175,7 +181,14 @@ impl NetemQdisc {
 
     /// Places one surviving copy: corrupt, then `time_to_send` and `tfifo_enqueue`.
     fn place(&mut self, now: Instant, mut pkt: Pkt, fate: Fate) {
-        let Fate::InFlight { arrival, corrupted, reordered } = fate else { return };
+        let Fate::InFlight { arrival, corrupted, reordered, ecn_marked } = fate else { return };
+        if ecn_marked {
+            // the engine marked the stand-in: mark the packet (a no-op on the clone of an
+            // already marked original) and count it as Linux does
+            pkt.inet_ecn_set_ce();
+            self.x.ecn_marked += 1;
+            self.c.drops += 1;
+        }
         if corrupted && !pkt.data.is_empty() {
             // "Randomized packet corruption": one bit of one byte of the datagram
             let i = self.rng_corrupt.below(pkt.data.len() as u64) as usize;
@@ -246,21 +259,14 @@ impl Qdisc for NetemQdisc {
             self.drop_pkt(pkt, dropped);
             return Verdict::Dropped;
         }
-        let mut stand_in = self.spare.take().unwrap_or_else(|| Pkt::new(vec![0]));
-        stand_in.data.truncate(1);
-        if stand_in.data.is_empty() {
-            stand_in.data.push(0);
-        }
+        let mut stand_in = self.spare.take().unwrap_or_else(|| Pkt::new(Vec::with_capacity(20)));
+        stand_in.data.clear();
+        stand_in.data.extend_from_slice(&pkt.data[..pkt.data.len().min(20)]);
         let r = self.engine.transmit(now, stand_in);
         // the stand-ins are in the engine's flight list: take them back (a clone made by
         // `duplicate` is freed; the original is reused)
         while let Some(p) = self.engine.poll_arrival(Instant::MAX) {
             self.spare = Some(p);
-        }
-        if let Some(sp) = self.spare.as_mut() {
-            if let Some(b) = sp.data.first_mut() {
-                *b = 0;
-            }
         }
         if let Fate::Lost(_) = r.original {
             // count == 0: qdisc_qstats_drop(); __qdisc_drop()
@@ -268,7 +274,11 @@ impl Qdisc for NetemQdisc {
             self.drop_pkt(pkt, dropped);
             return Verdict::Dropped;
         }
-        // the clone is taken before the original is corrupted (skb_clone in netem_enqueue)
+        // the clone is taken after `ecn` marked the original and before it is corrupted
+        // (skb_clone in netem_enqueue)
+        if let Fate::InFlight { ecn_marked: true, .. } = r.original {
+            pkt.inet_ecn_set_ce();
+        }
         let dup = r.duplicate.map(|f| (f, pkt.clone()));
         self.place(now, pkt, r.original);
         let mut verdict = Verdict::Queued;
@@ -358,6 +368,7 @@ impl Qdisc for NetemQdisc {
         s.xstats.push(("duplicated", self.x.duplicated as i64));
         s.xstats.push(("corrupted", self.x.corrupted as i64));
         s.xstats.push(("reordered", self.x.reordered as i64));
+        s.xstats.push(("ecn_marked", self.x.ecn_marked as i64));
         s
     }
 
@@ -550,6 +561,52 @@ mod test {
         };
         assert_eq!(sched(1), sched(1));
         assert_ne!(sched(1), sched(2));
+    }
+
+    /// A UDP datagram with a valid IPv4 header and ECN field `ecn`.
+    fn ip(id: u64, ecn: u8) -> Pkt {
+        let mut d = vec![0u8; 100];
+        d[0] = 0x45;
+        d[1] = ecn;
+        d[2..4].copy_from_slice(&100u16.to_be_bytes());
+        d[8] = 64;
+        d[9] = 17;
+        let c = wirelab_wire::checksum::finish(wirelab_wire::checksum::sum(&d[..20]));
+        d[10..12].copy_from_slice(&c.to_be_bytes());
+        let mut p = Pkt::new(d);
+        p.meta.id = id;
+        p
+    }
+
+    #[test]
+    fn ecn_marks_ect_instead_of_losing_it() {
+        // one seed, two runs: the ECT packets marked are exactly the Not-ECT ones lost
+        let run = |ecn: u8| {
+            let mut n = q("delay 1ms loss 5% ecn limit 100000", 11);
+            let mut d = Vec::new();
+            let v: Vec<Verdict> = (0..40_000u64).map(|i| n.enqueue(ms(i), ip(i, ecn), &mut d)).collect();
+            let out: Vec<Pkt> = std::iter::from_fn(|| n.dequeue(ms(50_000), &mut d)).collect();
+            (n, v, out, d)
+        };
+        let (n0, v0, out0, d0) = run(0);
+        let lost: Vec<u64> = d0.iter().map(|p| p.meta.id).collect();
+        assert!((1_700..=2_300).contains(&lost.len()), "{}", lost.len());
+        assert_eq!(v0.iter().filter(|v| **v == Verdict::Dropped).count(), lost.len());
+        assert_eq!(out0.len() + lost.len(), 40_000);
+        assert_eq!(n0.counters().ecn_marked, 0);
+        for ect in [1u8, 2] {
+            let (n, v, out, d) = run(ect);
+            assert!(d.is_empty() && v.iter().all(|v| *v == Verdict::Queued));
+            let marked: Vec<u64> = out.iter().filter(|p| p.data[1] & 3 == 3).map(|p| p.meta.id).collect();
+            assert_eq!(marked, lost);
+            assert!(out.iter().all(|p| wirelab_wire::checksum::finish(wirelab_wire::checksum::sum(&p.data[..20])) == 0));
+            let s = n.stats();
+            assert_eq!(n.counters().ecn_marked, lost.len() as u64);
+            assert!(s.xstats.contains(&("ecn_marked", lost.len() as i64)));
+            // Linux 6.18 counts a netem mark in the qdisc's drops (qdisc_qstats_drop)
+            assert_eq!((s.drops, s.packets), (lost.len() as u64, 40_000));
+        }
+        assert!(crate::TcConfig::parse("netem delay 10ms ecn").is_err(), "ecn without a loss model");
     }
 
     #[test]

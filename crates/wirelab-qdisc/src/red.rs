@@ -6,10 +6,16 @@
 //! Linux's count-spread rule (`red_action()`, `red_mark_probability()`): after each mark a
 //! fresh `qR` is drawn uniformly from `[0, (max-min)/max_P)`, and the packet is marked when
 //! `(avg - min) * count ≥ qR`. Above `max` every packet is marked (ecn) or dropped.
+//!
+//! ECN (`red_enqueue()`, flags `TC_RED_ECN`, `TC_RED_HARDDROP`, `TC_RED_NODROP`): with
+//! `ecn` a packet RED picks is CE-marked (`INET_ECN_set_ce()`) if it is ECT(0)/ECT(1) and
+//! queued; a Not-ECT packet is dropped at the same decision (`nodrop` queues it instead).
+//! Above `max`, `harddrop` drops even ECN-capable packets. Every pick counts in
+//! `overlimits`; `tc -s` shows `marked` (prob + forced marks), `early` (prob + forced
+//! drops), `pdrop` (the byte limit) and `other`.
 //! Deviation: the average is kept in `f64` instead of Linux's `Wlog` fixed point, and idle
 //! decay is computed exactly instead of through tc's 256-entry `Stab` table. `adaptive` is
 //! not supported.
-use crate::util::ecn_set_ce;
 use crate::{ClassId, Counters, Qdisc, QdiscStats, Verdict};
 use std::collections::VecDeque;
 use wirelab_core::{Instant, Pkt, Rng};
@@ -35,6 +41,8 @@ pub struct RedParams {
     pub ecn: bool,
     /// `harddrop`: drop above `max` even with `ecn`.
     pub harddrop: bool,
+    /// `nodrop` (with `ecn`): queue a Not-ECT packet RED picked instead of dropping it.
+    pub nodrop: bool,
 }
 
 /// `tc_red_eval_ewma()`: the smallest `Wlog` whose EWMA lets `burst` packets through
@@ -155,22 +163,32 @@ impl Qdisc for Red {
             Action::Pass => false,
             Action::ProbMark => {
                 self.c.overlimits += 1;
-                if self.p.ecn && ecn_set_ce(&mut pkt) {
-                    self.prob_mark += 1;
-                    false
-                } else {
+                if !self.p.ecn {
                     self.prob_drop += 1;
                     true
+                } else if pkt.inet_ecn_set_ce() {
+                    self.prob_mark += 1;
+                    false
+                } else if !self.p.nodrop {
+                    self.prob_drop += 1;
+                    true
+                } else {
+                    false // "Non-ECT packet in ECN nodrop mode: queue it."
                 }
             }
             Action::HardMark => {
                 self.c.overlimits += 1;
-                if !self.p.harddrop && self.p.ecn && ecn_set_ce(&mut pkt) {
-                    self.forced_mark += 1;
-                    false
-                } else {
+                if self.p.harddrop || !self.p.ecn {
                     self.forced_drop += 1;
                     true
+                } else if pkt.inet_ecn_set_ce() {
+                    self.forced_mark += 1;
+                    false
+                } else if !self.p.nodrop {
+                    self.forced_drop += 1;
+                    true
+                } else {
+                    false
                 }
             }
         };
@@ -212,10 +230,15 @@ impl Qdisc for Red {
     }
     fn stats(&self) -> QdiscStats {
         let mut s = self.c.snapshot("red", self.q.len(), self.backlog);
+        // red_dump_stats(): tc prints "marked M early E pdrop P other O"
         s.xstats.extend([
             ("marked", (self.prob_mark + self.forced_mark) as i64),
-            ("early", self.prob_drop as i64),
+            ("early", (self.prob_drop + self.forced_drop) as i64),
             ("pdrop", self.pdrop as i64),
+            ("other", 0),
+            ("prob_mark", self.prob_mark as i64),
+            ("forced_mark", self.forced_mark as i64),
+            ("prob_drop", self.prob_drop as i64),
             ("forced_drop", self.forced_drop as i64),
             ("wlog", self.p.wlog as i64),
             ("qavg", self.qavg as i64),

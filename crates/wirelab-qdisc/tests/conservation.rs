@@ -24,6 +24,8 @@ const CONFIGS: &[&str] = &[
     "fq_codel limit 30 flows 64 noecn quantum 300 memory_limit 20000",
     "red limit 20000 min 3000 max 9000 avpkt 1000 burst 5 probability 0.5 ecn",
     "red limit 20000 min 3000 max 9000 avpkt 1000 burst 5 harddrop bandwidth 1mbit",
+    "red limit 20000 min 3000 max 9000 avpkt 1000 burst 5 probability 0.5 ecn nodrop",
+    "fq_codel limit 30 flows 8 target 1ms interval 10ms ce_threshold 1ms ce_threshold_selector 0x1/0x3",
     "qdisc add root handle 1: htb default 30 r2q 5\n\
      class add parent 1: classid 1:1 htb rate 2mbit ceil 4mbit burst 3k\n\
      class add parent 1:1 classid 1:10 htb rate 500kbit ceil 4mbit prio 1\n\
@@ -44,6 +46,13 @@ const CONFIGS: &[&str] = &[
      qdisc add parent 1:30 handle 30: sfq limit 8\n\
      filter add parent 1: protocol ip prio 1 u32 match ip protocol 6 0xff flowid 1:20\n\
      filter add parent 1: protocol ip prio 2 u32 match ip protocol 132 0xff flowid 1:30",
+    "fq limit 40 flow_limit 8 quantum 1000 initial_quantum 2000",
+    "fq maxrate 2mbit flow_limit 20 buckets 4 orphan_mask 3 ce_threshold 1ms horizon 20ms",
+    "fq nopacing horizon 5ms horizon_cap bands 3 priomap 0 1 2 0 1 2 0 1 2 0 1 2 0 1 2 0 weights 16384 20000 30000",
+    "qdisc add root handle 1: tbf rate 3mbit burst 5k latency 50ms\nqdisc add parent 1:1 handle 10: fq low_rate_threshold 1mbit refill_delay 1ms",
+    "qdisc add root handle 1: htb default 1\nclass add parent 1: classid 1:1 htb rate 2mbit\nqdisc add parent 1:1 handle 10: fq flow_limit 5",
+    "dualpi2 limit 30 target 1ms tupdate 2ms step_thresh 1ms",
+    "dualpi2 any_ect drop_enqueue overflow coupling_factor 5 limit 20 target 500us tupdate 1ms step_thresh 2p min_qlen_step 1",
     // no default class: unclassified packets take the direct queue
     "htb direct_qlen 3\n1:1 htb rate 1mbit\nu32 match ip protocol 132 0xff flowid 1:1",
 ];
@@ -69,6 +78,14 @@ fn random_packet(r: &mut Rng, id: u64) -> Pkt {
     };
     p.meta.id = id;
     p.meta.mark = r.below(8) as u32;
+    // scheduling metadata (fq): a socket or none, a pacing rate or none, an EDT time or none
+    p.meta.sk = r.below(6);
+    if r.chance(0.5) {
+        p.meta.pacing_rate = [0, 50_000, 1_000_000, 100_000_000][r.below(4) as usize];
+    }
+    if r.chance(0.3) {
+        p.meta.txtime = Instant::from_nanos(1 + r.below(200_000_000));
+    }
     if r.chance(0.05) {
         p.meta.priority = ClassId::new(1, r.below(0x31) as u16).0;
     }

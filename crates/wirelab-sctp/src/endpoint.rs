@@ -318,8 +318,12 @@ impl SctpEndpoint {
                 st.rcvbuf_locked = true;
             }
             SockOpt::MaxBurst(n) => st.max_burst = n,
+            SockOpt::CmtOnOff(v) => st.cmt = crate::Cmt::from_value(v).unwrap_or(st.cmt),
             SockOpt::Primary(_) => {}
         };
+        if matches!(opt, SockOpt::CmtOnOff(v) if crate::Cmt::from_value(v).is_none()) {
+            return Err(SockError::Invalid);
+        }
         match self.slots.get_mut(s.0 as usize) {
             Some(Slot::Listener(l)) => {
                 if matches!(opt, SockOpt::Primary(_)) {
@@ -442,7 +446,7 @@ impl SctpEndpoint {
         let mut p = SctpPacket::new_unchecked(&mut b[..]);
         p.set_header(sport, dport, vtag);
         p.fill_checksum();
-        self.replies.push_back((Transmit { src, dst, proto: ip_proto::SCTP, tos: 0, dont_frag: true }, b));
+        self.replies.push_back((Transmit { src, dst, proto: ip_proto::SCTP, tos: 0, dont_frag: true, ..Default::default() }, b));
     }
 
     fn listener_for(&self, port: u16, dst: Ipv4Addr) -> Option<u32> {

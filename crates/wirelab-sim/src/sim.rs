@@ -156,7 +156,15 @@ pub struct Sim {
     pub(crate) pool: Vec<Vec<u8>>,
     /// Scratch list of socket events to hand to apps.
     ev_scratch: Vec<(u32, AppInput)>,
+    /// Resource guard called every `mask + 1` events (see [`Sim::set_watch`]).
+    watch: Option<(u64, Watch)>,
+    /// Why the run stopped early, if a watch stopped it.
+    pub(crate) stopped: Option<String>,
 }
+
+/// A check the run loop calls every few thousand events with (now, events so far);
+/// returning a reason stops the run there (resource guards: memory, capture bytes, disk).
+pub type Watch = Box<dyn FnMut(Instant, u64) -> Option<String> + Send>;
 
 /// Packet buffers kept for reuse.
 const POOL_MAX: usize = 8192;
@@ -193,7 +201,22 @@ impl Sim {
             started: false,
             pool: Vec::new(),
             ev_scratch: Vec::new(),
+            watch: None,
+            stopped: None,
         }
+    }
+
+    /// Calls `w(now, events)` every `every` events (rounded up to a power of two) during
+    /// [`run`](Self::run); when it returns a reason, the run stops at that event (time does
+    /// not advance to `until`) and [`stopped`](Self::stopped) and the results carry the
+    /// reason. The recorded results up to there are intact.
+    pub fn set_watch(&mut self, every: u64, w: Watch) {
+        self.watch = Some((every.max(1).next_power_of_two() - 1, w));
+    }
+
+    /// Why the run stopped before `until`, if a watch stopped it.
+    pub fn stopped(&self) -> Option<&str> {
+        self.stopped.as_deref()
     }
 
     /// The run seed.
@@ -499,8 +522,16 @@ impl Sim {
                 progress(self.now);
                 next_progress = self.now + progress_every;
             }
+            if let Some((mask, w)) = &mut self.watch {
+                if self.counters.events & *mask == 0 {
+                    if let Some(why) = w(self.now, self.counters.events) {
+                        self.stopped = Some(why);
+                        break;
+                    }
+                }
+            }
         }
-        if self.now < until {
+        if self.now < until && self.stopped.is_none() {
             self.now = until;
         }
         self.sample();
@@ -738,11 +769,16 @@ impl Sim {
             dont_frag: t.dont_frag,
         };
         ip.emit(&mut buf);
-        let pkt = self.new_pkt(buf);
+        let mut pkt = self.new_pkt(buf);
+        // scheduling metadata for qdiscs such as fq (skb->sk, skb->tstamp, sk_pacing_rate)
+        pkt.meta.sk = if t.sk != 0 { t.sk } else { socket_key(&t, &pkt.data[HEADROOM..]) };
+        pkt.meta.txtime = t.txtime;
+        pkt.meta.pacing_rate = t.pacing_rate;
         self.enqueue(n, hop.iface, pkt);
     }
 
     fn new_pkt(&mut self, data: Vec<u8>) -> Pkt {
+        self.rec.packet_bytes_hash(&data);
         let mut p = Pkt::new(data);
         p.meta.id = self.next_pkt_id;
         p.meta.created = self.now;
@@ -914,6 +950,11 @@ impl Sim {
             return;
         };
         Ipv4Packet::new_unchecked(&mut pkt.data[..]).decrement_ttl();
+        // a forwarded packet belongs to no local socket and carries no departure time
+        // (ip_forward(): skb->sk is NULL on receive, skb_clear_tstamp())
+        pkt.meta.sk = 0;
+        pkt.meta.txtime = Instant::ZERO;
+        pkt.meta.pacing_rate = wirelab_core::PktMeta::NO_PACING;
         node.counters.forwarded += 1;
         self.enqueue(n, hop.iface, pkt);
     }
@@ -1008,4 +1049,19 @@ impl Sim {
     pub fn cbr_interval(payload: u32, rate_bps: u64) -> Duration {
         wirelab_apps::UdpCbrConfig::interval_for(payload, rate_bps)
     }
+}
+
+/// A non-zero socket key for a segment whose engine named no socket: the connection's
+/// 5-tuple, mixed (splitmix64), so each TCP/SCTP connection is one `fq` flow as its socket
+/// would be. `seg` is the transport header onwards.
+fn socket_key(t: &Transmit, seg: &[u8]) -> u64 {
+    let ports = match (t.proto, seg.get(..4)) {
+        (6 | 17 | 132, Some(p)) => u32::from_be_bytes([p[0], p[1], p[2], p[3]]) as u64,
+        _ => 0,
+    };
+    let mut x = (u64::from(u32::from(t.src)) << 32 | u64::from(u32::from(t.dst))) ^ (ports << 8 | t.proto as u64).rotate_left(29);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    x.max(1)
 }

@@ -334,6 +334,7 @@ impl TcpEndpoint {
                 proto: wirelab_wire::ip_proto::TCP,
                 tos: rst.tos,
                 dont_frag: true,
+                ..Default::default()
             });
         }
         while let Some(id) = self.ready.pop_front() {

@@ -124,12 +124,11 @@ def _silenced_stdout() -> Iterator[None]:
 
 def analyze(capture: Path, out: Path, receiver: Path | None = None, classes: Sequence[str] = ()) -> None:
     """``wirelab analyze`` in-process: tables into ``out``, the summary into ``out.json``."""
-    argv = ["wirelab", "analyze", str(capture), "--out", str(out), "--json", str(out) + ".json"]
-    argv += ["--receiver", str(receiver)] if receiver else []
-    for c in classes:
-        argv += ["--class", c]
     with _STDOUT, _silenced_stdout():
-        code = _wirelab.cli_main(argv)
+        code = _wirelab.cli_analyze(
+            str(capture), receiver=str(receiver) if receiver else None, classes=list(classes),
+            out=str(out), json=str(out) + ".json",
+        )
     if code:
         raise RuntimeError(f"wirelab analyze {capture} failed (exit {code})")
 

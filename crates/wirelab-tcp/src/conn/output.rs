@@ -761,7 +761,7 @@ impl Conn {
         if fl & flags::ACK != 0 {
             self.ack.on_ack_sent();
         }
-        Transmit { src, dst, proto: wirelab_wire::ip_proto::TCP, tos: self.tos, dont_frag: true }
+        Transmit { src, dst, proto: wirelab_wire::ip_proto::TCP, tos: self.tos, dont_frag: true, ..Default::default() }
     }
 
     /// SYN / SYN-ACK options (`tcp_syn_options()`, `tcp_synack_options()`): a SYN offers
