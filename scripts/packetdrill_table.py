@@ -104,7 +104,7 @@ def main():
         r = res.get(path, {'status': 'MISSING', 'message': ''})
         got = r['status'].lower()
         want, why = exp.get(key, ('(not listed)', ''))
-        if a.update and (got != want or why.startswith('open engine gap:')):
+        if a.update and (got != want or why.startswith('open engine gap:') or why.startswith('unsupported:')):
             exp[key] = (got, derive_why(got, r['message']))
             want, why = exp[key]
         if got != want:

@@ -89,7 +89,14 @@ pub(crate) fn setsockopt(r: &mut Runner, line: u32, s: &SyscallSpec) -> Result<(
         (SOL_TCP, 16) => SockOpt::ThinLinearTimeouts(v()? != 0),
         (SOL_TCP, 17) => SockOpt::ThinDupack(v()? != 0),
         (SOL_TCP, 3) => SockOpt::Cork(v()? != 0),
-        (SOL_TCP, 18) => return Err(r.unsupported(line, "TCP_USER_TIMEOUT (not modelled by the engine)")),
+        (SOL_TCP, 18) => {
+            // do_tcp_setsockopt(TCP_USER_TIMEOUT): negative values are EINVAL
+            let x = v()?;
+            if x < 0 {
+                return Ok((-1, 22));
+            }
+            SockOpt::UserTimeout(x as u32)
+        }
         (SOL_IP, 1) => {
             // ip_setsockopt(IP_TOS) on a stream socket keeps the socket's ECN bits
             let x = (v()? as u8) & !3;

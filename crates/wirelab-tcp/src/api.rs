@@ -70,6 +70,9 @@ pub enum SockOpt {
     /// `TCP_CORK`: hold partial segments (`TCP_NAGLE_CORK`) until uncorked, which pushes
     /// what is queued (`__tcp_sock_set_cork()`), or the probe timer sends it.
     Cork(bool),
+    /// `TCP_USER_TIMEOUT` in ms (0: off): how long retransmissions or zero-window probes
+    /// may go on before the connection fails with `ETIMEDOUT` (`icsk_user_timeout`).
+    UserTimeout(u32),
     /// `TCP_WINDOW_CLAMP` in bytes.
     WindowClamp(u32),
     /// `TCP_CONGESTION` by name ("reno", "cubic").

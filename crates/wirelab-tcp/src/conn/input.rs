@@ -534,8 +534,10 @@ impl Conn {
                     self.xmit_timer = None;
                 }
                 self.rtt.backoff = 0;
+                self.probes_tstamp = None;
             } else if self.xmit_timer_is(Probe0.bit()) {
                 let d = self.rtt.probe0_when(cfg);
+                let d = self.clamp_probe0_to_user_timeout(cfg, now, d);
                 self.reset_xmit_timer(cfg, now, Probe0, d);
             }
         }

@@ -196,6 +196,10 @@ pub(crate) struct Conn {
     retrans_stamp: Option<Instant>,
     /// `icsk_probes_out`.
     probes_out: u32,
+    /// `icsk_probes_tstamp`: when zero-window probing started (the probe timer's first run).
+    probes_tstamp: Option<Instant>,
+    /// `icsk_user_timeout` (`TCP_USER_TIMEOUT`).
+    user_timeout: Option<wirelab_core::Duration>,
     rate: RateState,
     /// `tcp_chrono_*`: busy / rwnd-limited / sndbuf-limited time.
     chrono: chrono::Chrono,
@@ -316,6 +320,8 @@ impl Conn {
             retransmits: 0,
             retrans_stamp: None,
             probes_out: 0,
+            probes_tstamp: None,
+            user_timeout: None,
             rate: RateState::new(now),
             chrono: chrono::Chrono::new(),
             rwnd_hit: false,

@@ -238,6 +238,9 @@ impl Conn {
         let syn_pending = matches!(self.state, TcpState::SynSent | TcpState::SynRecv) && self.tx_syn;
         match opt {
             SockOpt::NoDelay(v) => self.nodelay = *v,
+            SockOpt::UserTimeout(ms) => {
+                self.user_timeout = (*ms > 0).then(|| wirelab_core::Duration::from_millis(*ms as u64));
+            }
             SockOpt::Cork(v) => {
                 // __tcp_sock_set_cork(): uncorking pushes what is queued, partial segments
                 // included (TCP_NAGLE_PUSH)
