@@ -74,6 +74,8 @@ pub struct TcpEndpoint {
     ready: VecDeque<u32>,
     events: VecDeque<(SocketId, SockEvent)>,
     rsts: VecDeque<RstSpec>,
+    /// The host's egress qdisc is `fq` (sockets leave pacing to it, `SK_PACING_FQ`).
+    fq_pacing: bool,
 }
 
 impl TcpEndpoint {
@@ -89,6 +91,21 @@ impl TcpEndpoint {
             ready: VecDeque::new(),
             events: VecDeque::new(),
             rsts: VecDeque::new(),
+            fq_pacing: false,
+        }
+    }
+
+    /// Tells the stack that its egress qdisc is (`true`) or is no longer `fq`, which
+    /// honours each packet's departure time ([`Transmit::txtime`]): as `fq_classify()`
+    /// marks the sockets it sees `SK_PACING_FQ`, every connection (present and future)
+    /// then stamps departure times at its `sk_pacing_rate` instead of pacing internally.
+    /// Drivers call it when they set up the host's qdisc.
+    pub fn set_fq_pacing(&mut self, on: bool) {
+        self.fq_pacing = on;
+        for s in self.slots.iter_mut() {
+            if let Slot::Conn(c) = s {
+                c.set_fq_pacing(on);
+            }
         }
     }
 
@@ -258,9 +275,12 @@ impl TcpEndpoint {
             let id = SocketId(self.slots.len() as u32);
             let iss = self.rng.next_u32();
             let tso = self.rng.next_u32();
-            // Replies use the socket's TOS (0), not the SYN's (no tcp_reflect_tos).
-            let _ = tos;
-            let mut c = Conn::new_passive(&self.cfg, id, local, remote, now, iss, tso, &r, lid, 0);
+            // Replies use the socket's TOS (0), not the SYN's (no tcp_reflect_tos); the SYN's
+            // ECN field matters to tcp_ecn_create_request().
+            let mut c = Conn::new_passive(&self.cfg, id, local, remote, now, iss, tso, &r, lid, 0, tos);
+            if self.fq_pacing {
+                c.set_fq_pacing(true);
+            }
             if let Some(Slot::Listener(l)) = self.slots.get_mut(lid.0 as usize) {
                 l.synrecv += 1;
                 for o in &l.opts {
@@ -424,7 +444,10 @@ impl TcpEndpoint {
         let id = SocketId(self.slots.len() as u32);
         let iss = self.rng.next_u32();
         let tso = self.rng.next_u32();
-        let c = Conn::new_active(&self.cfg, id, la, remote, now, iss, tso);
+        let mut c = Conn::new_active(&self.cfg, id, la, remote, now, iss, tso);
+        if self.fq_pacing {
+            c.set_fq_pacing(true);
+        }
         self.slots.push(Slot::Conn(Box::new(c)));
         self.demux.insert(tuple(la, remote), id);
         self.touch(id.0);

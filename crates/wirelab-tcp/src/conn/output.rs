@@ -4,7 +4,8 @@
 //! (`tcp_select_initial_window`, `__tcp_select_window`, `tcp_select_window`) and cwnd
 //! validation (`tcp_cwnd_validate`, RFC 2861).
 use super::chrono::ChronoType;
-use super::scoreboard::{TxSeg, SACKED_ACKED, SACKED_RETRANS};
+use super::ecn::{INET_ECN_ECT_0, INET_ECN_MASK, TCP_ECN_OK};
+use super::scoreboard::{TxSeg, EVER_RETRANS, SACKED_ACKED, SACKED_RETRANS};
 use super::timer::jiffies;
 use super::{Conn, XmitTimer, TCPOLEN_TSTAMP_ALIGNED, TCP_MAX_WSCALE};
 use crate::api::TcpState;
@@ -12,6 +13,21 @@ use crate::cc::{CaEvent, CaState};
 use crate::config::TcpConfig;
 use crate::wire::{self, flags, SeqNumber, TcpRepr};
 use wirelab_core::{Duration, Instant, Transmit, HEADROOM};
+
+/// What a segment is, for ECN marking (`tcp_ecn_send()`) and pacing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SegKind {
+    /// SYN or SYN-ACK.
+    Syn,
+    /// New data (ECT(0), CWR when queued).
+    NewData,
+    /// Retransmitted data (Not-ECT).
+    Rexmit,
+    /// Pure ACK, window probe (Not-ECT).
+    Control,
+    /// DCTCP's ACK for an older `rcv_nxt` with the ECE of the previous CE state.
+    SpecialAck(SeqNumber, bool),
+}
 
 impl Conn {
     // ------------------------------------------------------------------------------------
@@ -142,6 +158,7 @@ impl Conn {
 
     /// Produces at most one segment.
     pub fn poll_transmit(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        self.last_now = now;
         match self.state {
             TcpState::Closed | TcpState::Listen => return None,
             TcpState::SynSent | TcpState::SynRecv if self.tx_syn => {
@@ -152,6 +169,10 @@ impl Conn {
                 return self.ack.send_now.then(|| self.send_pure_ack(cfg, now, buf));
             }
             _ => {}
+        }
+        if let Some((ack, ece)) = self.special_ack.take() {
+            let seq = self.snd_nxt;
+            return Some(self.emit(cfg, now, buf, seq, flags::ACK, 0, 0, SegKind::SpecialAck(ack, ece)));
         }
         if self.rexmit_new {
             // tcp_xmit_recovery(REXMIT_NEW): new data first, Nagle off
@@ -185,7 +206,7 @@ impl Conn {
             self.tx_probe = false;
             // tcp_xmit_probe_skb(): an old sequence number elicits an ACK
             let seq = self.snd_una - 1;
-            return Some(self.emit(cfg, now, buf, seq, flags::ACK, 0, 0, false));
+            return Some(self.emit(cfg, now, buf, seq, flags::ACK, 0, 0, SegKind::Control));
         }
         if self.ack.send_now {
             return Some(self.send_pure_ack(cfg, now, buf));
@@ -199,7 +220,7 @@ impl Conn {
     /// `tcp_send_ack()`.
     fn send_pure_ack(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>) -> Transmit {
         let seq = self.snd_nxt;
-        self.emit(cfg, now, buf, seq, flags::ACK, 0, 0, false)
+        self.emit(cfg, now, buf, seq, flags::ACK, 0, 0, SegKind::Control)
     }
 
     /// `tcp_connect()` / `tcp_make_synack()` (and their retransmissions).
@@ -214,8 +235,36 @@ impl Conn {
             self.reset_xmit_timer(cfg, now, XmitTimer::Retrans, rto);
         }
         self.snd_nxt = self.iss + 1;
-        let fl = if synack { flags::SYN | flags::ACK } else { flags::SYN };
-        self.emit(cfg, now, buf, self.iss, fl, 0, 0, true)
+        let mut fl = if synack { flags::SYN | flags::ACK } else { flags::SYN };
+        fl |= self.syn_ecn_flags(cfg, synack);
+        self.emit(cfg, now, buf, self.iss, fl, 0, 0, SegKind::Syn)
+    }
+
+    /// ECN in the handshake: `tcp_ecn_send_syn()` (ECE|CWR when `tcp_ecn` = 1 or the
+    /// module needs ECN; not on a retransmitted SYN with `tcp_ecn_fallback`,
+    /// `tcp_ecn_clear_syn()`), `tcp_ecn_create_request()` + `tcp_ecn_make_synack()` on a
+    /// listener's child (ECE when the SYN asked with ECE|CWR, was not ECT, and
+    /// `tcp_ecn` ≠ 0 or the module needs ECN), `tcp_ecn_send_synack()` in a simultaneous
+    /// open (ECE when still negotiated).
+    fn syn_ecn_flags(&mut self, cfg: &TcpConfig, synack: bool) -> u8 {
+        let needs_ecn = self.cc.needs_ecn();
+        if !synack {
+            let use_ecn = cfg.tcp_ecn == 1 || needs_ecn;
+            if !self.syn_retrans {
+                self.ecn.flags = if use_ecn { TCP_ECN_OK } else { 0 };
+            }
+            return if use_ecn && !(self.syn_retrans && cfg.tcp_ecn_fallback) { flags::ECE | flags::CWR } else { 0 };
+        }
+        if self.listener.is_some() && !self.syn_retrans {
+            let (th_ecn, ect) = self.syn_ecn;
+            let ok = th_ecn && ((!ect && cfg.tcp_ecn != 0) || needs_ecn);
+            self.ecn.flags = if ok { TCP_ECN_OK } else { 0 };
+        }
+        if self.ecn.ok() {
+            flags::ECE
+        } else {
+            0
+        }
     }
 
     /// `tcp_xmit_retransmit_queue()`: resend segments marked lost, as cwnd allows.
@@ -230,6 +279,10 @@ impl Conn {
         let k = self.rtx.first_to_retransmit()?;
         let s = self.rtx.q[k];
         if !s.seq.before(wnd_end) && s.seq != self.snd_una {
+            return None;
+        }
+        // tcp_pacing_check() at the top of tcp_xmit_retransmit_queue()'s loop
+        if self.pacing.check(now) {
             return None;
         }
         // tcp_retransmit_skb(): a lost TSO packet goes again as one, as far as the cwnd
@@ -261,9 +314,12 @@ impl Conn {
         if self.retrans_stamp.is_none() {
             self.retrans_stamp = Some(now);
         }
-        self.rtx.mark_retransmitted(k, now);
+        let edt = self.pacing.wstamp.max(now);
+        self.rtx.mark_retransmitted(k, edt);
+        self.rtx.q[k].tx = self.rate.skb_sent(edt, self.rtx.packets_out);
         self.stats.total_retrans += 1;
-        if self.ca_state == CaState::Recovery {
+        // tcp_in_cwnd_reduction(): CWR or Recovery
+        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
             self.prr.out += 1;
         }
         let off = s.seq.dist(self.snd_buf_seq);
@@ -281,7 +337,7 @@ impl Conn {
         if k == 0 && !self.xmit_timer_is(XmitTimer::ReoTimeout.bit()) {
             self.rearm_rto(cfg, now);
         }
-        Some(self.emit(cfg, now, buf, s.seq, fl, off, len, false))
+        Some(self.emit(cfg, now, buf, s.seq, fl, off, len, SegKind::Rexmit))
     }
 
     /// `tcp_send_loss_probe()` (3.10–4.12): new data if any can go (cwnd ignored, Nagle
@@ -323,11 +379,14 @@ impl Conn {
             self.stats.total_retrans += 1;
             self.tlp.retrans = true;
         }
+        let edt = self.pacing.wstamp.max(now);
+        let tx = self.rate.skb_sent(edt, self.rtx.packets_out);
         if let Some(m) = self.rtx.q.back_mut() {
-            m.xmit = now;
+            m.xmit = edt;
             m.rdb_start = m.seq;
+            m.tx = tx;
             if rack {
-                m.sacked |= SACKED_RETRANS | super::scoreboard::EVER_RETRANS;
+                m.sacked |= SACKED_RETRANS | EVER_RETRANS;
             }
         }
         self.tlp.high_seq = Some(self.snd_nxt);
@@ -339,7 +398,7 @@ impl Conn {
             fl |= flags::FIN;
         }
         let off = s.seq.dist(self.snd_buf_seq);
-        Some(self.emit(cfg, now, buf, s.seq, fl, off, len, false))
+        Some(self.emit(cfg, now, buf, s.seq, fl, off, len, SegKind::Rexmit))
     }
 
     /// `tcp_may_send_now()`: the head of the unsent queue passes the cwnd, receive-window
@@ -400,6 +459,10 @@ impl Conn {
     }
 
     fn write_xmit_one(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, wakeup: bool, probe: bool) -> Option<Transmit> {
+        // tcp_pacing_check() (tcp_write_wakeup() is not paced)
+        if !wakeup && self.pacing.check(now) {
+            return None;
+        }
         if cfg.tso && !wakeup && (self.unsent() > 0 || self.wq.piece.is_some()) {
             return self.write_xmit_tso(cfg, now, buf, probe);
         }
@@ -486,7 +549,7 @@ impl Conn {
         let corked = (self.wq.more || self.wq.cork) && !self.wq.push;
         let nodelay = self.nodelay || self.wq.push;
         let fin_in_skb = self.fin_queued && head.end == write_seq;
-        let max_segs = super::tso::tso_segs(self.wq.pacing_rate, mss, self.rtt.min_rtt_us, cfg.tcp_min_tso_segs);
+        let max_segs = self.tso_segs(cfg);
         let limit = if skb_len <= mss {
             // tcp_nagle_test(): only the last skb is subject to Nagle (TCP_NAGLE_PUSH otherwise)
             let partial = skb_len < mss;
@@ -566,21 +629,6 @@ impl Conn {
         self.send_new_segment(cfg, now, buf, len, with_fin, (psh, last && p.psh_end), probe, p.id)
     }
 
-    /// `tcp_update_pacing_rate()`: sizes TSO packets (no pacing is done).
-    pub(super) fn update_pacing_rate(&mut self, cfg: &TcpConfig) {
-        if cfg.tso {
-            self.wq.pacing_rate = super::tso::pacing_rate(
-                self.mss_cache,
-                self.tp.snd_cwnd,
-                self.rtx.packets_out,
-                self.tp.snd_ssthresh,
-                self.rtt.srtt_us,
-                cfg.tcp_pacing_ss_ratio,
-                cfg.tcp_pacing_ca_ratio,
-            );
-        }
-    }
-
     /// The sending half of `tcp_write_xmit()`: queue the segment on the rtx queue, then
     /// `tcp_event_new_data_sent()` (RTO), `tcp_event_data_sent()` (ping-pong detection),
     /// `tcp_cwnd_validate()` and the loss probe; RDB may put older bytes in front.
@@ -589,16 +637,16 @@ impl Conn {
         // psh: (on the wire, stored with the segment for its retransmissions)
         let (psh, stored_psh) = psh;
         if self.in_flight() == 0 {
-            self.sync_tp(cfg, now);
-            self.cc.cwnd_event(&self.tp, CaEvent::TxStart);
+            self.ca_event(cfg, now, CaEvent::TxStart);
         }
-        let (first_tx, delivered_mstamp, delivered) = self.rate.skb_sent(now, self.rtx.packets_out);
+        let edt = self.pacing.wstamp.max(now);
+        let tx = self.rate.skb_sent(edt, self.rtx.packets_out);
         let seq = self.snd_nxt;
         let end = seq + len + with_fin as u32;
         // RDB: the packet may start earlier than the new segment (never with a FIN)
         let rdb_start = if with_fin { seq } else { self.rdb_bundle_start(cfg, seq, len) };
         let prior_packets = self.rtx.packets_out;
-        self.rtx.push(TxSeg { seq, end, fin: with_fin, sacked: 0, xmit: now, rdb_start, first_tx, delivered_mstamp, delivered, piece, psh: stored_psh });
+        self.rtx.push(TxSeg { seq, end, fin: with_fin, sacked: 0, xmit: edt, rdb_start, tx, piece, psh: stored_psh });
         self.snd_nxt = end;
         if with_fin {
             self.fin_sent = true;
@@ -606,7 +654,8 @@ impl Conn {
         if len < self.mss_cache {
             self.snd_sml = end; // tcp_minshall_update
         }
-        if self.ca_state == CaState::Recovery {
+        // tcp_in_cwnd_reduction(): CWR or Recovery
+        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
             self.prr.out += 1;
         }
         // tcp_event_new_data_sent(): arm the RTO on the first outstanding packet
@@ -638,7 +687,9 @@ impl Conn {
             self.thin.rdb_bytes += bundled as u64;
         }
         let off = rdb_start.dist(self.snd_buf_seq);
-        self.emit(cfg, now, buf, rdb_start, fl, off, len + bundled, false)
+        // a bundle starts below snd_nxt: tcp_ecn_send() sees a retransmission (Not-ECT)
+        let kind = if bundled == 0 && len > 0 { SegKind::NewData } else { SegKind::Rexmit };
+        self.emit(cfg, now, buf, rdb_start, fl, off, len + bundled, kind)
     }
 
     // ------------------------------------------------------------------------------------
@@ -699,6 +750,7 @@ impl Conn {
 
     /// `tcp_cwnd_restart()`: RFC 2861 — halve cwnd per RTO of idleness, not below IW.
     fn cwnd_restart(&mut self, cfg: &TcpConfig, now: Instant, idle: Duration) {
+        self.ca_event(cfg, now, CaEvent::CwndRestart);
         let restart = cfg.init_cwnd.min(self.tp.snd_cwnd);
         self.sync_tp(cfg, now);
         self.tp.snd_ssthresh = self.current_ssthresh();
@@ -718,35 +770,48 @@ impl Conn {
     // Building a segment
     // ------------------------------------------------------------------------------------
 
-    /// Builds one segment into `buf` after the headroom (`tcp_transmit_skb`): options in
+    /// Builds one segment into `buf` after the headroom (`__tcp_transmit_skb`): options in
     /// `tcp_options_write()` order, the window (`tcp_select_window()`), SACK/D-SACK
-    /// blocks, payload from the send ring, checksum; `tcp_event_ack_sent()` for ACKs.
+    /// blocks, ECN bits (`tcp_ecn_send()`), payload from the send ring, checksum, the
+    /// departure time (EDT) and pacing rate for the qdisc; `tcp_event_ack_sent()` for
+    /// ACKs and `tcp_update_skb_after_send()` for data.
     #[allow(clippy::too_many_arguments)]
-    fn emit(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, seq: SeqNumber, fl: u8, off: u32, len: u32, syn: bool) -> Transmit {
+    fn emit(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, seq: SeqNumber, fl: u8, off: u32, len: u32, kind: SegKind) -> Transmit {
+        let (prior_wstamp, edt) = self.pacing.stamp(now);
         let mut r = TcpRepr::new(self.local.port(), self.remote.port());
         r.seq = seq;
         r.flags = fl;
         if fl & flags::ACK != 0 {
-            r.ack = self.rcv_nxt;
+            r.ack = match kind {
+                SegKind::SpecialAck(a, _) => a,
+                _ => self.rcv_nxt,
+            };
         }
-        if syn {
-            self.syn_options(cfg, now, &mut r);
-        } else {
-            r.window = self.select_window(cfg, now);
-            if self.tstamp_ok {
-                r.timestamp = Some((self.ts_now(now), self.ts_recent));
+        let needs_ecn = self.cc.needs_ecn();
+        let ect = match kind {
+            SegKind::Syn => {
+                self.syn_options(cfg, now, &mut r);
+                needs_ecn && self.ecn.ok()
             }
-            if self.sack_ok && fl & flags::RST == 0 {
-                if let Some((l, rr)) = self.ofo.dsack.take() {
-                    if cfg.tcp_dsack {
-                        r.sack.push(l, rr);
-                    }
+            SegKind::SpecialAck(_, ece) => {
+                if ece {
+                    r.flags |= flags::ECE;
                 }
-                for &(l, rr) in self.ofo.sacks.as_slice() {
-                    r.sack.push(l, rr);
-                }
+                self.established_options(cfg, now, &mut r);
+                needs_ecn && self.ecn.ok()
             }
-        }
+            _ => {
+                let (ect, cwr, ece) = self.ecn.send(kind == SegKind::NewData, needs_ecn);
+                if cwr {
+                    r.flags |= flags::CWR;
+                }
+                if ece {
+                    r.flags |= flags::ECE;
+                }
+                self.established_options(cfg, now, &mut r);
+                ect
+            }
+        };
         let hl = r.header_len();
         buf.truncate(HEADROOM);
         buf.resize(HEADROOM + hl, 0);
@@ -758,10 +823,46 @@ impl Conn {
         let dst = *self.remote.ip();
         wire::fill_checksum(&mut buf[HEADROOM..], src, dst);
         self.stats.segs_out += 1;
-        if fl & flags::ACK != 0 {
-            self.ack.on_ack_sent();
+        match kind {
+            // tcp_event_ack_sent() returns early for DCTCP's older-rcv_nxt ACK
+            SegKind::SpecialAck(a, _) if a != self.rcv_nxt => {}
+            _ if fl & flags::ACK != 0 => self.ack.on_ack_sent(),
+            _ => {}
         }
-        Transmit { src, dst, proto: wirelab_wire::ip_proto::TCP, tos: self.tos, dont_frag: true, ..Default::default() }
+        if len > 0 {
+            self.pacing.after_send(len, prior_wstamp, self.tp.pacing_rate);
+        }
+        // a TCP socket's own TOS never carries ECN bits (do_ip_setsockopt(IP_TOS))
+        let tos = (self.tos & !INET_ECN_MASK) | if ect { INET_ECN_ECT_0 } else { 0 };
+        Transmit {
+            src,
+            dst,
+            proto: wirelab_wire::ip_proto::TCP,
+            tos,
+            dont_frag: true,
+            sk: 0,
+            txtime: edt,
+            pacing_rate: self.tp.pacing_rate,
+        }
+    }
+
+    /// Window, timestamps and SACK/D-SACK blocks of a non-SYN segment
+    /// (`tcp_established_options()`).
+    fn established_options(&mut self, cfg: &TcpConfig, now: Instant, r: &mut TcpRepr) {
+        r.window = self.select_window(cfg, now);
+        if self.tstamp_ok {
+            r.timestamp = Some((self.ts_now(now), self.ts_recent));
+        }
+        if self.sack_ok && r.flags & flags::RST == 0 {
+            if let Some((l, rr)) = self.ofo.dsack.take() {
+                if cfg.tcp_dsack {
+                    r.sack.push(l, rr);
+                }
+            }
+            for &(l, rr) in self.ofo.sacks.as_slice() {
+                r.sack.push(l, rr);
+            }
+        }
     }
 
     /// SYN / SYN-ACK options (`tcp_syn_options()`, `tcp_synack_options()`): a SYN offers

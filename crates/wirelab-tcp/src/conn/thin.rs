@@ -164,9 +164,7 @@ mod test {
                 sacked: 0,
                 xmit: Instant::ZERO,
                 rdb_start,
-                first_tx: Instant::ZERO,
-                delivered_mstamp: Instant::ZERO,
-                delivered: 0,
+                tx: Default::default(),
                 piece: 0,
                 psh: false,
             });

@@ -9,7 +9,8 @@
 //! * `tcp_write_xmit()` sends the head skb in pieces of at most
 //!   `min(tcp_cwnd_test(), tcp_tso_segs())` segments (`tcp_mss_split_point()`,
 //!   `tso_fragment()`), where `tcp_tso_segs()` is `tcp_tso_autosize()` of the pacing rate
-//!   (`tcp_update_pacing_rate()`) with `tcp_min_tso_segs`, and may defer a small piece
+//!   (`sk_pacing_rate`, the one `tcp_update_pacing_rate()` in `cong.rs` or a module such
+//!   as BBR sets) with `tcp_min_tso_segs`, and may defer a small piece
 //!   (`tcp_tso_should_defer()`, `tcp_tso_win_divisor`).
 //!
 //! One such piece is a TSO packet; the engine sends it as its segments, as GSO would
@@ -60,8 +61,6 @@ pub(crate) struct WriteQueue {
     /// The piece being sent, segment by segment.
     pub piece: Option<Piece>,
     next_id: u32,
-    /// `sk_pacing_rate` (bytes/s); `u64::MAX` until `tcp_update_pacing_rate()` ran.
-    pub pacing_rate: u64,
     /// `tp->tcp_wstamp_ns`: the last transmission.
     pub last_xmit: Option<Instant>,
     /// `TCP_CORK` (`TCP_NAGLE_CORK` in `tp->nonagle`).
@@ -81,7 +80,6 @@ impl WriteQueue {
             pushed_seq: iss,
             piece: None,
             next_id: 1,
-            pacing_rate: u64::MAX,
             last_xmit: None,
             cork: false,
             more: false,
@@ -175,19 +173,6 @@ pub(crate) fn size_goal(mss: u32, max_window: u32, tso_segs: u32) -> u32 {
         goal = cutoff.max(68);
     }
     (goal / mss.max(1)).max(1) * mss.max(1)
-}
-
-/// `tcp_update_pacing_rate()`: 200 % (slow start, cwnd below ssthresh/2) or 120 % of
-/// cwnd·mss/srtt, in bytes per second. `srtt_us8` is `tp->srtt_us` (srtt << 3).
-pub(crate) fn pacing_rate(mss: u32, cwnd: u32, packets_out: u32, ssthresh: u32, srtt_us8: u32, ss_ratio: u32, ca_ratio: u32) -> u64 {
-    let mut rate = mss as u64 * ((1_000_000u64 / 100) << 3);
-    let ratio = if cwnd < ssthresh / 2 { ss_ratio } else { ca_ratio };
-    rate *= ratio as u64;
-    rate *= cwnd.max(packets_out) as u64;
-    if srtt_us8 != 0 {
-        rate /= srtt_us8 as u64;
-    }
-    rate
 }
 
 /// `tcp_tso_autosize()` + `tcp_tso_segs()`: segments per TSO packet, about 1 ms of the
@@ -291,9 +276,9 @@ mod tests {
 
     #[test]
     fn autosize_is_a_millisecond_of_pacing() {
-        // 10 × 1000 B per 100 ms at 200 %: 200 kB/s → 195 B per ms → min_tso_segs (2)
-        let r = pacing_rate(1000, 10, 0, u32::MAX, 100_000 << 3, 200, 120);
-        assert_eq!(r, 200_000);
+        // 10 × 1000 B per 100 ms at 200 % (tcp_update_pacing_rate, conn/cong.rs): 200 kB/s
+        // → 195 B per ms → min_tso_segs (2)
+        let r = 200_000;
         assert_eq!(tso_segs(r, 1000, 100_000, 2), 2);
         assert_eq!(tso_segs(r, 1000, 100_000, 10), 10);
         // 1 ms paths get a share of a full GSO packet (65536 >> 1 at 1000 µs)
