@@ -137,9 +137,11 @@ fn cli_shim_matches(results: PathBuf) -> i32 {
 
 /// `wirelab bench`.
 #[pyfunction]
-#[pyo3(signature = (flows, rate, duration, json=None, udp=false))]
-fn cli_bench(py: Python<'_>, flows: Vec<u32>, rate: String, duration: f64, json: Option<PathBuf>, udp: bool) -> i32 {
-    py.detach(move || wirelab_run::bench::bench(&flows, &rate, duration, udp, json.as_deref()))
+#[pyo3(signature = (flows, rate, duration, json=None, udp=false, cc="cubic".to_string(), qdisc=None))]
+#[allow(clippy::too_many_arguments)]
+fn cli_bench(py: Python<'_>, flows: Vec<u32>, rate: String, duration: f64, json: Option<PathBuf>, udp: bool, cc: String, qdisc: Option<String>) -> i32 {
+    let load = wirelab_run::bench::BenchLoad { udp, cc, qdisc };
+    py.detach(move || wirelab_run::bench::bench(&flows, &rate, duration, &load, json.as_deref()))
 }
 
 /// `wirelab packetdrill`.
