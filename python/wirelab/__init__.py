@@ -8,7 +8,7 @@ from ._wirelab import __version__
 from .exceptions import ScenarioError, WirelabError
 from .packetdrill import PacketdrillResult, packetdrill
 from .result import Result
-from .runner import run, validate
+from .runner import live, run, validate
 
-__all__ = ["run", "validate", "packetdrill", "PacketdrillResult", "Result", "ScenarioError",
+__all__ = ["run", "live", "validate", "packetdrill", "PacketdrillResult", "Result", "ScenarioError",
            "WirelabError", "__version__"]
