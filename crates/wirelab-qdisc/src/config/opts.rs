@@ -72,257 +72,18 @@ pub(crate) fn unsupported(who: &str, opt: &str) -> String {
 pub const QDISC_KINDS: &str = "pfifo, bfifo, pfifo_head_drop, pfifo_fast, prio, tbf, sfq, red, codel, fq_codel, fq, dualpi2, netem, htb, cbq";
 
 pub(super) fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
-    let w = kind;
     Ok(match kind {
-        "pfifo" | "bfifo" | "pfifo_head_drop" => {
-            let fk = match kind {
-                "pfifo" => FifoKind::Pfifo,
-                "bfifo" => FifoKind::Bfifo,
-                _ => FifoKind::PfifoHeadDrop,
-            };
-            let mut limit = None;
-            while let Some(o) = a.next() {
-                match o {
-                    "limit" => limit = Some(size_u32_opt(w, o, a.val(w, o)?)? as u64),
-                    _ => return Err(unsupported(w, o)),
-                }
-            }
-            QdiscOpts::Fifo { kind: fk, limit }
-        }
-        "pfifo_fast" => {
-            if let Some(o) = a.next() {
-                return Err(unsupported(w, o));
-            }
-            QdiscOpts::PfifoFast
-        }
-        "prio" => {
-            let mut bands = 3usize;
-            let mut priomap = DEFAULT_PRIOMAP;
-            let mut map_given = false;
-            while let Some(o) = a.next() {
-                match o {
-                    "bands" => bands = u32_opt(w, o, a.val(w, o)?)? as usize,
-                    "priomap" => {
-                        let mut k = 0;
-                        while let Some(v) = a.peek().and_then(parse_c_u32) {
-                            if k >= 16 {
-                                return Err("prio: more than 16 `priomap` elements".to_string());
-                            }
-                            priomap[k] = v.min(255) as u8;
-                            k += 1;
-                            a.next();
-                        }
-                        map_given = true;
-                    }
-                    _ => return Err(unsupported(w, o)),
-                }
-            }
-            if !(2..=TCQ_PRIO_BANDS).contains(&bands) {
-                return Err(format!("prio: `bands` must be 2..=16, got {bands}"));
-            }
-            if let Some(b) = priomap.iter().find(|&&b| b as usize >= bands) {
-                return Err(format!("prio: illegal `priomap` element {b} (bands = {bands}){}", if map_given { "" } else { "; give a priomap for fewer than 3 bands" }));
-            }
-            QdiscOpts::Prio { bands, priomap }
-        }
-        "tbf" => {
-            let (mut rate, mut burst, mut limit, mut latency, mut peakrate, mut mtu) = (None, None, None, None, None, None);
-            while let Some(o) = a.next() {
-                match o {
-                    "rate" => rate = Some(rate_opt(w, o, a.val(w, o)?)?),
-                    "burst" | "buffer" | "maxburst" => burst = Some(size_opt(w, o, a.val(w, o)?)?),
-                    "limit" => {
-                        if latency.is_some() {
-                            return Err("tbf: `limit` and `latency` are mutually exclusive".into());
-                        }
-                        limit = Some(size_opt(w, o, a.val(w, o)?)?)
-                    }
-                    "latency" => {
-                        if limit.is_some() {
-                            return Err("tbf: `limit` and `latency` are mutually exclusive".into());
-                        }
-                        latency = Some(time_opt(w, o, a.val(w, o)?)?)
-                    }
-                    "peakrate" => peakrate = Some(rate_opt(w, o, a.val(w, o)?)?),
-                    "mtu" | "minburst" => mtu = Some(size_opt(w, o, a.val(w, o)?)?),
-                    _ => return Err(unsupported(w, o)),
-                }
-            }
-            let (Some(rate), Some(burst)) = (rate, burst) else {
-                return Err("tbf: both `rate` and `burst` are required".into());
-            };
-            if burst == 0 {
-                return Err("tbf: `burst` must be positive".into());
-            }
-            if limit.is_none() && latency.is_none() {
-                return Err("tbf: either `limit` or `latency` is required".into());
-            }
-            if peakrate.is_some() && mtu.is_none() {
-                return Err("tbf: when `peakrate` is specified, `mtu` must also be specified".into());
-            }
-            QdiscOpts::Tbf { rate, burst, limit, latency, peakrate, mtu }
-        }
-        "sfq" => {
-            let mut o_ = SfqOpts::default();
-            while let Some(o) = a.next() {
-                match o {
-                    "limit" => o_.limit = Some(u32_opt(w, o, a.val(w, o)?)?),
-                    "perturb" => {
-                        let v = a.val(w, o)?;
-                        o_.perturb_secs = match parse_c_u32(v) {
-                            Some(s) => s,
-                            None => {
-                                let d = time_opt(w, o, v)?;
-                                if d.as_nanos() % 1_000_000_000 != 0 {
-                                    return Err(bad(w, o, v, "perturb is in whole seconds"));
-                                }
-                                (d.as_nanos() / 1_000_000_000) as u32
-                            }
-                        }
-                    }
-                    "quantum" => o_.quantum = Some(size_u32_opt(w, o, a.val(w, o)?)?),
-                    "divisor" => o_.divisor = Some(u32_opt(w, o, a.val(w, o)?)?),
-                    "flows" => o_.flows = Some(u32_opt(w, o, a.val(w, o)?)?),
-                    "depth" => o_.depth = Some(u32_opt(w, o, a.val(w, o)?)?),
-                    "headdrop" => o_.headdrop = true,
-                    _ => return Err(unsupported(w, o)),
-                }
-            }
-            QdiscOpts::Sfq(o_)
-        }
-        "codel" => {
-            let (mut limit, mut target, mut interval, mut ecn, mut ce) = (1000, None, None, false, None);
-            while let Some(o) = a.next() {
-                match o {
-                    "limit" => limit = u32_opt(w, o, a.val(w, o)?)?,
-                    "target" => target = Some(time_opt(w, o, a.val(w, o)?)?),
-                    "interval" => interval = Some(time_opt(w, o, a.val(w, o)?)?),
-                    "ce_threshold" => ce = Some(time_opt(w, o, a.val(w, o)?)?),
-                    "ecn" => ecn = true,
-                    "noecn" => ecn = false,
-                    _ => return Err(unsupported(w, o)),
-                }
-            }
-            QdiscOpts::Codel { limit, target, interval, ecn, ce_threshold: ce }
-        }
-        "fq_codel" => {
-            let (mut limit, mut flows, mut quantum, mut target, mut interval, mut ecn, mut ce, mut mem, mut batch, mut sel) = (None, None, None, None, None, None, None, None, None, None);
-            while let Some(o) = a.next() {
-                match o {
-                    "limit" => limit = Some(u32_opt(w, o, a.val(w, o)?)?),
-                    "flows" => flows = Some(u32_opt(w, o, a.val(w, o)?)?),
-                    "quantum" => quantum = Some(u32_opt(w, o, a.val(w, o)?)?),
-                    "target" => target = Some(time_opt(w, o, a.val(w, o)?)?),
-                    "interval" => interval = Some(time_opt(w, o, a.val(w, o)?)?),
-                    "ce_threshold" => ce = Some(time_opt(w, o, a.val(w, o)?)?),
-                    "ce_threshold_selector" => {
-                        let v = a.val(w, o)?;
-                        let (val, mask) = v.split_once('/').ok_or_else(|| bad(w, o, v, "missing mask: expected VALUE/MASK like 0x01/0x03"))?;
-                        let byte = |x: &str| parse_c_u32(x).filter(|&n| n <= 255).map(|n| n as u8);
-                        let mask = byte(mask).ok_or_else(|| bad(w, o, v, "illegal mask: expected a byte 0..=255"))?;
-                        let val = byte(val).ok_or_else(|| bad(w, o, v, "illegal value: expected a byte 0..=255"))?;
-                        sel = Some((val, mask));
-                    }
-                    "memory_limit" => mem = Some(size_opt(w, o, a.val(w, o)?)?),
-                    "drop_batch" => batch = Some(u32_opt(w, o, a.val(w, o)?)?),
-                    "ecn" => ecn = Some(true),
-                    "noecn" => ecn = Some(false),
-                    _ => return Err(unsupported(w, o)),
-                }
-            }
-            if flows == Some(0) || flows.is_some_and(|f| f > 65536) {
-                return Err("fq_codel: `flows` must be 1..=65536".into());
-            }
-            QdiscOpts::FqCodel { limit, flows, quantum, target, interval, ecn, ce_threshold: ce, ce_selector: sel, memory_limit: mem, drop_batch: batch }
-        }
-        "red" => {
-            let (mut limit, mut min, mut max, mut avpkt, mut burst, mut prob, mut bw, mut ecn, mut harddrop, mut nodrop) = (0, 0, 0, 0, 0u32, 0.02f64, 10_000_000u64, false, false, false);
-            while let Some(o) = a.next() {
-                match o {
-                    "limit" => limit = size_opt(w, o, a.val(w, o)?)?,
-                    "min" => min = size_opt(w, o, a.val(w, o)?)?,
-                    "max" => max = size_opt(w, o, a.val(w, o)?)?,
-                    "avpkt" => avpkt = size_opt(w, o, a.val(w, o)?)?,
-                    "burst" => burst = u32_opt(w, o, a.val(w, o)?)?,
-                    "bandwidth" => bw = rate_opt(w, o, a.val(w, o)?)?,
-                    "probability" => {
-                        let v = a.val(w, o)?;
-                        prob = v.parse::<f64>().ok().filter(|p| (0.0..=1.0).contains(p) && *p > 0.0).ok_or_else(|| bad(w, o, v, "expected a probability in (0, 1]"))?;
-                    }
-                    "ecn" => ecn = true,
-                    "harddrop" => harddrop = true,
-                    "nodrop" => nodrop = true,
-                    _ => return Err(unsupported(w, o)),
-                }
-            }
-            if limit == 0 || avpkt == 0 {
-                return Err("red: required parameter (`limit`, `avpkt`) is missing".into());
-            }
-            // Sally Floyd's recommendations, as q_red.c applies them
-            if max == 0 {
-                max = if min != 0 { min.saturating_mul(3) } else { limit / 4 };
-            }
-            if min == 0 {
-                min = max / 3;
-            }
-            if burst == 0 {
-                burst = (min.saturating_mul(2).saturating_add(max) / avpkt.saturating_mul(3)).min(u32::MAX as u64) as u32;
-            }
-            if max < min {
-                return Err(format!("red: `max` ({max}) is below `min` ({min})"));
-            }
-            if nodrop && !ecn {
-                // red_validate_flags()
-                return Err("red: `nodrop` mode is only meaningful with `ecn`".into());
-            }
-            QdiscOpts::Red { limit, min, max, avpkt, burst, probability: prob, bandwidth: bw, ecn, harddrop, nodrop }
-        }
-        "htb" => {
-            let (mut defcls, mut r2q, mut dq) = (0u16, 10u32, None);
-            while let Some(o) = a.next() {
-                match o {
-                    "default" => {
-                        let v = a.val(w, o)?;
-                        // get_u32(&opt.defcls, *argv, 16): hexadecimal
-                        defcls = u16::from_str_radix(v.trim_start_matches("0x"), 16).map_err(|_| bad(w, o, v, "expected a hex class minor"))?;
-                    }
-                    "r2q" => r2q = u32_opt(w, o, a.val(w, o)?)?,
-                    "direct_qlen" => dq = Some(u32_opt(w, o, a.val(w, o)?)?),
-                    _ => return Err(unsupported(w, o)),
-                }
-            }
-            if r2q == 0 {
-                return Err("htb: `r2q` must be positive".into());
-            }
-            QdiscOpts::Htb { defcls, r2q, direct_qlen: dq }
-        }
-        "netem" => {
-            // the rest of the line is netem's own vocabulary (tc-netem(8))
-            let rest = a.t[a.i..].join(" ");
-            a.i = a.t.len();
-            QdiscOpts::Netem(NetemQdisc::parse_spec(&rest)?)
-        }
-        "cbq" => {
-            let (mut bw, mut avpkt, mut ewma, mut allot, mut mpu, mut cell) = (0u64, 0u32, TC_CBQ_DEF_EWMA, 0u32, 0u32, None);
-            while let Some(o) = a.next() {
-                match o {
-                    "bandwidth" | "rate" => bw = rate_opt(w, o, a.val(w, o)?)?,
-                    "avpkt" => avpkt = size_u32_opt(w, o, a.val(w, o)?)?,
-                    "allot" => allot = size_u32_opt(w, o, a.val(w, o)?)?,
-                    "mpu" => mpu = size_u32_opt(w, o, a.val(w, o)?)?,
-                    "ewma" => ewma = ewma_opt(a.val(w, o)?)?,
-                    "cell" => cell = Some(cell_opt(a.val(w, o)?)?),
-                    _ => return Err(unsupported(w, o)),
-                }
-            }
-            if bw == 0 {
-                return Err("cbq: `bandwidth` is a required parameter".into());
-            }
-            if avpkt == 0 {
-                return Err("cbq: `avpkt` is required".into());
-            }
-            QdiscOpts::Cbq { bandwidth: bw, avpkt, ewma, allot: allot.max(avpkt.saturating_mul(3) / 2), mpu, cell }
-        }
+        "pfifo" | "bfifo" | "pfifo_head_drop" => pfifo_opts(kind, a)?,
+        "pfifo_fast" => pfifo_fast_opts(kind, a)?,
+        "prio" => prio_opts(kind, a)?,
+        "tbf" => tbf_opts(kind, a)?,
+        "sfq" => sfq_opts(kind, a)?,
+        "codel" => codel_opts(kind, a)?,
+        "fq_codel" => fq_codel_opts(kind, a)?,
+        "red" => red_opts(kind, a)?,
+        "htb" => htb_opts(kind, a)?,
+        "netem" => netem_opts(a)?,
+        "cbq" => cbq_opts(kind, a)?,
         "fq" => QdiscOpts::Fq(FqOpts::parse(a)?),
         "dualpi2" => QdiscOpts::DualPi2(DualPi2Opts::parse(a)?),
         _ => return Err(format!("unknown or unsupported qdisc kind `{kind}` (supported: {QDISC_KINDS})")),
@@ -549,4 +310,305 @@ pub(super) fn parse_u32_filter(a: &mut Args) -> R<U32> {
         return Err("u32: missing `flowid`".into());
     }
     Ok(f)
+}
+
+/// `pfifo / bfifo / pfifo_head_drop` options.
+fn pfifo_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
+    let w = kind;
+    Ok({
+        let fk = match kind {
+            "pfifo" => FifoKind::Pfifo,
+            "bfifo" => FifoKind::Bfifo,
+            _ => FifoKind::PfifoHeadDrop,
+        };
+        let mut limit = None;
+        while let Some(o) = a.next() {
+            match o {
+                "limit" => limit = Some(size_u32_opt(w, o, a.val(w, o)?)? as u64),
+                _ => return Err(unsupported(w, o)),
+            }
+        }
+        QdiscOpts::Fifo { kind: fk, limit }
+    })
+}
+
+/// `pfifo_fast` options.
+fn pfifo_fast_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
+    let w = kind;
+    Ok({
+        if let Some(o) = a.next() {
+            return Err(unsupported(w, o));
+        }
+        QdiscOpts::PfifoFast
+    })
+}
+
+/// `prio` options.
+fn prio_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
+    let w = kind;
+    Ok({
+        let mut bands = 3usize;
+        let mut priomap = DEFAULT_PRIOMAP;
+        let mut map_given = false;
+        while let Some(o) = a.next() {
+            match o {
+                "bands" => bands = u32_opt(w, o, a.val(w, o)?)? as usize,
+                "priomap" => {
+                    let mut k = 0;
+                    while let Some(v) = a.peek().and_then(parse_c_u32) {
+                        if k >= 16 {
+                            return Err("prio: more than 16 `priomap` elements".to_string());
+                        }
+                        priomap[k] = v.min(255) as u8;
+                        k += 1;
+                        a.next();
+                    }
+                    map_given = true;
+                }
+                _ => return Err(unsupported(w, o)),
+            }
+        }
+        if !(2..=TCQ_PRIO_BANDS).contains(&bands) {
+            return Err(format!("prio: `bands` must be 2..=16, got {bands}"));
+        }
+        if let Some(b) = priomap.iter().find(|&&b| b as usize >= bands) {
+            return Err(format!("prio: illegal `priomap` element {b} (bands = {bands}){}", if map_given { "" } else { "; give a priomap for fewer than 3 bands" }));
+        }
+        QdiscOpts::Prio { bands, priomap }
+    })
+}
+
+/// `tbf` options.
+fn tbf_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
+    let w = kind;
+    Ok({
+        let (mut rate, mut burst, mut limit, mut latency, mut peakrate, mut mtu) = (None, None, None, None, None, None);
+        while let Some(o) = a.next() {
+            match o {
+                "rate" => rate = Some(rate_opt(w, o, a.val(w, o)?)?),
+                "burst" | "buffer" | "maxburst" => burst = Some(size_opt(w, o, a.val(w, o)?)?),
+                "limit" => {
+                    if latency.is_some() {
+                        return Err("tbf: `limit` and `latency` are mutually exclusive".into());
+                    }
+                    limit = Some(size_opt(w, o, a.val(w, o)?)?)
+                }
+                "latency" => {
+                    if limit.is_some() {
+                        return Err("tbf: `limit` and `latency` are mutually exclusive".into());
+                    }
+                    latency = Some(time_opt(w, o, a.val(w, o)?)?)
+                }
+                "peakrate" => peakrate = Some(rate_opt(w, o, a.val(w, o)?)?),
+                "mtu" | "minburst" => mtu = Some(size_opt(w, o, a.val(w, o)?)?),
+                _ => return Err(unsupported(w, o)),
+            }
+        }
+        let (Some(rate), Some(burst)) = (rate, burst) else {
+            return Err("tbf: both `rate` and `burst` are required".into());
+        };
+        if burst == 0 {
+            return Err("tbf: `burst` must be positive".into());
+        }
+        if limit.is_none() && latency.is_none() {
+            return Err("tbf: either `limit` or `latency` is required".into());
+        }
+        if peakrate.is_some() && mtu.is_none() {
+            return Err("tbf: when `peakrate` is specified, `mtu` must also be specified".into());
+        }
+        QdiscOpts::Tbf { rate, burst, limit, latency, peakrate, mtu }
+    })
+}
+
+/// `sfq` options.
+fn sfq_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
+    let w = kind;
+    Ok({
+        let mut o_ = SfqOpts::default();
+        while let Some(o) = a.next() {
+            match o {
+                "limit" => o_.limit = Some(u32_opt(w, o, a.val(w, o)?)?),
+                "perturb" => {
+                    let v = a.val(w, o)?;
+                    o_.perturb_secs = match parse_c_u32(v) {
+                        Some(s) => s,
+                        None => {
+                            let d = time_opt(w, o, v)?;
+                            if d.as_nanos() % 1_000_000_000 != 0 {
+                                return Err(bad(w, o, v, "perturb is in whole seconds"));
+                            }
+                            (d.as_nanos() / 1_000_000_000) as u32
+                        }
+                    }
+                }
+                "quantum" => o_.quantum = Some(size_u32_opt(w, o, a.val(w, o)?)?),
+                "divisor" => o_.divisor = Some(u32_opt(w, o, a.val(w, o)?)?),
+                "flows" => o_.flows = Some(u32_opt(w, o, a.val(w, o)?)?),
+                "depth" => o_.depth = Some(u32_opt(w, o, a.val(w, o)?)?),
+                "headdrop" => o_.headdrop = true,
+                _ => return Err(unsupported(w, o)),
+            }
+        }
+        QdiscOpts::Sfq(o_)
+    })
+}
+
+/// `codel` options.
+fn codel_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
+    let w = kind;
+    Ok({
+        let (mut limit, mut target, mut interval, mut ecn, mut ce) = (1000, None, None, false, None);
+        while let Some(o) = a.next() {
+            match o {
+                "limit" => limit = u32_opt(w, o, a.val(w, o)?)?,
+                "target" => target = Some(time_opt(w, o, a.val(w, o)?)?),
+                "interval" => interval = Some(time_opt(w, o, a.val(w, o)?)?),
+                "ce_threshold" => ce = Some(time_opt(w, o, a.val(w, o)?)?),
+                "ecn" => ecn = true,
+                "noecn" => ecn = false,
+                _ => return Err(unsupported(w, o)),
+            }
+        }
+        QdiscOpts::Codel { limit, target, interval, ecn, ce_threshold: ce }
+    })
+}
+
+/// `fq_codel` options.
+fn fq_codel_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
+    let w = kind;
+    Ok({
+        let (mut limit, mut flows, mut quantum, mut target, mut interval, mut ecn, mut ce, mut mem, mut batch, mut sel) = (None, None, None, None, None, None, None, None, None, None);
+        while let Some(o) = a.next() {
+            match o {
+                "limit" => limit = Some(u32_opt(w, o, a.val(w, o)?)?),
+                "flows" => flows = Some(u32_opt(w, o, a.val(w, o)?)?),
+                "quantum" => quantum = Some(u32_opt(w, o, a.val(w, o)?)?),
+                "target" => target = Some(time_opt(w, o, a.val(w, o)?)?),
+                "interval" => interval = Some(time_opt(w, o, a.val(w, o)?)?),
+                "ce_threshold" => ce = Some(time_opt(w, o, a.val(w, o)?)?),
+                "ce_threshold_selector" => {
+                    let v = a.val(w, o)?;
+                    let (val, mask) = v.split_once('/').ok_or_else(|| bad(w, o, v, "missing mask: expected VALUE/MASK like 0x01/0x03"))?;
+                    let byte = |x: &str| parse_c_u32(x).filter(|&n| n <= 255).map(|n| n as u8);
+                    let mask = byte(mask).ok_or_else(|| bad(w, o, v, "illegal mask: expected a byte 0..=255"))?;
+                    let val = byte(val).ok_or_else(|| bad(w, o, v, "illegal value: expected a byte 0..=255"))?;
+                    sel = Some((val, mask));
+                }
+                "memory_limit" => mem = Some(size_opt(w, o, a.val(w, o)?)?),
+                "drop_batch" => batch = Some(u32_opt(w, o, a.val(w, o)?)?),
+                "ecn" => ecn = Some(true),
+                "noecn" => ecn = Some(false),
+                _ => return Err(unsupported(w, o)),
+            }
+        }
+        if flows == Some(0) || flows.is_some_and(|f| f > 65536) {
+            return Err("fq_codel: `flows` must be 1..=65536".into());
+        }
+        QdiscOpts::FqCodel { limit, flows, quantum, target, interval, ecn, ce_threshold: ce, ce_selector: sel, memory_limit: mem, drop_batch: batch }
+    })
+}
+
+/// `red` options.
+fn red_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
+    let w = kind;
+    Ok({
+        let (mut limit, mut min, mut max, mut avpkt, mut burst, mut prob, mut bw, mut ecn, mut harddrop, mut nodrop) = (0, 0, 0, 0, 0u32, 0.02f64, 10_000_000u64, false, false, false);
+        while let Some(o) = a.next() {
+            match o {
+                "limit" => limit = size_opt(w, o, a.val(w, o)?)?,
+                "min" => min = size_opt(w, o, a.val(w, o)?)?,
+                "max" => max = size_opt(w, o, a.val(w, o)?)?,
+                "avpkt" => avpkt = size_opt(w, o, a.val(w, o)?)?,
+                "burst" => burst = u32_opt(w, o, a.val(w, o)?)?,
+                "bandwidth" => bw = rate_opt(w, o, a.val(w, o)?)?,
+                "probability" => {
+                    let v = a.val(w, o)?;
+                    prob = v.parse::<f64>().ok().filter(|p| (0.0..=1.0).contains(p) && *p > 0.0).ok_or_else(|| bad(w, o, v, "expected a probability in (0, 1]"))?;
+                }
+                "ecn" => ecn = true,
+                "harddrop" => harddrop = true,
+                "nodrop" => nodrop = true,
+                _ => return Err(unsupported(w, o)),
+            }
+        }
+        if limit == 0 || avpkt == 0 {
+            return Err("red: required parameter (`limit`, `avpkt`) is missing".into());
+        }
+        // Sally Floyd's recommendations, as q_red.c applies them
+        if max == 0 {
+            max = if min != 0 { min.saturating_mul(3) } else { limit / 4 };
+        }
+        if min == 0 {
+            min = max / 3;
+        }
+        if burst == 0 {
+            burst = (min.saturating_mul(2).saturating_add(max) / avpkt.saturating_mul(3)).min(u32::MAX as u64) as u32;
+        }
+        if max < min {
+            return Err(format!("red: `max` ({max}) is below `min` ({min})"));
+        }
+        if nodrop && !ecn {
+            // red_validate_flags()
+            return Err("red: `nodrop` mode is only meaningful with `ecn`".into());
+        }
+        QdiscOpts::Red { limit, min, max, avpkt, burst, probability: prob, bandwidth: bw, ecn, harddrop, nodrop }
+    })
+}
+
+/// `htb` options.
+fn htb_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
+    let w = kind;
+    Ok({
+        let (mut defcls, mut r2q, mut dq) = (0u16, 10u32, None);
+        while let Some(o) = a.next() {
+            match o {
+                "default" => {
+                    let v = a.val(w, o)?;
+                    // get_u32(&opt.defcls, *argv, 16): hexadecimal
+                    defcls = u16::from_str_radix(v.trim_start_matches("0x"), 16).map_err(|_| bad(w, o, v, "expected a hex class minor"))?;
+                }
+                "r2q" => r2q = u32_opt(w, o, a.val(w, o)?)?,
+                "direct_qlen" => dq = Some(u32_opt(w, o, a.val(w, o)?)?),
+                _ => return Err(unsupported(w, o)),
+            }
+        }
+        if r2q == 0 {
+            return Err("htb: `r2q` must be positive".into());
+        }
+        QdiscOpts::Htb { defcls, r2q, direct_qlen: dq }
+    })
+}
+
+/// `netem` options.
+fn netem_opts(a: &mut Args) -> R<QdiscOpts> {
+    // the rest of the line is netem's own vocabulary (tc-netem(8))
+    let rest = a.t[a.i..].join(" ");
+    a.i = a.t.len();
+    Ok(QdiscOpts::Netem(NetemQdisc::parse_spec(&rest)?))
+}
+
+/// `cbq` options.
+fn cbq_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
+    let w = kind;
+    Ok({
+        let (mut bw, mut avpkt, mut ewma, mut allot, mut mpu, mut cell) = (0u64, 0u32, TC_CBQ_DEF_EWMA, 0u32, 0u32, None);
+        while let Some(o) = a.next() {
+            match o {
+                "bandwidth" | "rate" => bw = rate_opt(w, o, a.val(w, o)?)?,
+                "avpkt" => avpkt = size_u32_opt(w, o, a.val(w, o)?)?,
+                "allot" => allot = size_u32_opt(w, o, a.val(w, o)?)?,
+                "mpu" => mpu = size_u32_opt(w, o, a.val(w, o)?)?,
+                "ewma" => ewma = ewma_opt(a.val(w, o)?)?,
+                "cell" => cell = Some(cell_opt(a.val(w, o)?)?),
+                _ => return Err(unsupported(w, o)),
+            }
+        }
+        if bw == 0 {
+            return Err("cbq: `bandwidth` is a required parameter".into());
+        }
+        if avpkt == 0 {
+            return Err("cbq: `avpkt` is required".into());
+        }
+        QdiscOpts::Cbq { bandwidth: bw, avpkt, ewma, allot: allot.max(avpkt.saturating_mul(3) / 2), mpu, cell }
+    })
 }
