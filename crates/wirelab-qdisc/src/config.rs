@@ -620,121 +620,130 @@ impl Builder<'_> {
                 let p = RedParams { limit: *limit, qth_min: *min, qth_max: *max, wlog, max_p: *probability, avpkt: *avpkt, bandwidth_bps: *bandwidth, ecn: *ecn, harddrop: *harddrop, nodrop: *nodrop };
                 Box::new(Red::new(p, rng("red")))
             }
-            QdiscOpts::Htb { defcls, r2q, direct_qlen } => {
-                let mut defs = Vec::new();
-                for (ci, c) in self.cfg.classes.iter().enumerate() {
-                    if c.classid.major() != h.major() {
-                        continue;
-                    }
-                    let ClassOpts::Htb(o) = c.opts else {
-                        return Err(err(&c.line, &format!("class {} is not an htb class but qdisc {h} is htb", c.classid)));
-                    };
-                    self.used_c[ci] = true;
-                    let rate_bytes = o.rate / 8;
-                    let ceil = o.ceil.unwrap_or(o.rate);
-                    let ceil_bytes = ceil / 8;
-                    let hz = dev.hz.max(1);
-                    let buffer = o.burst.unwrap_or(rate_bytes / hz + o.mtu as u64);
-                    let cbuffer = o.cburst.unwrap_or(ceil_bytes / hz + o.mtu as u64);
-                    let quantum = match o.quantum {
-                        Some(q) if q > 0 => q,
-                        _ => (rate_bytes / *r2q as u64).clamp(1000, 200_000) as u32,
-                    };
-                    let parent = if c.parent.minor() == 0 { None } else { Some(c.parent) };
-                    let params = HtbClassParams {
-                        classid: c.classid,
-                        parent,
-                        rate_bps: rate_bytes * 8,
-                        ceil_bps: ceil_bytes * 8,
-                        buffer_ns: tc_calc_xmittime_ns(rate_bytes, buffer),
-                        cbuffer_ns: tc_calc_xmittime_ns(ceil_bytes, cbuffer),
-                        prio: o.prio.min(TC_HTB_NUMPRIO as u32 - 1) as u8,
-                        quantum,
-                    };
-                    let has_children = self.cfg.classes.iter().any(|k| k.parent == c.classid);
-                    let leaf = if has_children {
-                        if self.cfg.qdiscs.iter().any(|q| q.parent == c.classid) {
-                            return Err(err(&c.line, &format!("htb: class {} has child classes, so no qdisc can be attached to it", c.classid)));
-                        }
-                        None
-                    } else {
-                        Some(match self.child_of(c.classid)? {
-                            Some(q) => q,
-                            None => {
-                                let mut q = self.default_pfifo();
-                                q.set_ids(ClassId::UNSPEC, c.classid);
-                                q
-                            }
-                        })
-                    };
-                    let filters = self.filters_of(c.classid, false);
-                    defs.push(HtbClassDef { params, leaf, filters });
-                }
-                let filters = self.filters_of(h, is_root);
-                let dq = direct_qlen.unwrap_or(dev.txqueuelen);
-                Box::new(Htb::new(h, *defcls, dq, defs, filters).map_err(|m| err(line, &format!("htb: {m}")))?)
-            }
+            QdiscOpts::Htb { defcls, r2q, direct_qlen } => self.build_htb(h, is_root, line, *defcls, *r2q, *direct_qlen)?,
             QdiscOpts::Cbq { bandwidth, avpkt, ewma, allot, mpu, cell } => {
                 let bw_bytes = bandwidth / 8;
                 let link = CbqLinkParams { rate: CbqRate::new(bw_bytes, *allot, *cell, *mpu), avpkt: *avpkt, ewma_log: *ewma, psched_mtu: dev.psched_mtu(), dev_mtu: dev.mtu };
-                let mut defs = Vec::new();
-                let mut maps = Vec::new();
-                for (ci, c) in self.cfg.classes.iter().enumerate() {
-                    if c.classid.major() != h.major() {
-                        continue;
-                    }
-                    let ClassOpts::Cbq(o) = c.opts else {
-                        return Err(err(&c.line, &format!("class {} is not a cbq class but qdisc {h} is cbq", c.classid)));
-                    };
-                    self.used_c[ci] = true;
-                    let rate_bytes = o.rate.unwrap_or(0) / 8;
-                    let avpkt_c = o.avpkt.unwrap_or(0);
-                    let allot_c = o.allot.unwrap_or(0).max(avpkt_c.saturating_mul(3) / 2);
-                    let ewma_c = o.ewma.unwrap_or(if o.maxburst.is_some() || o.minburst.is_some() || o.minidle.is_some() { TC_CBQ_DEF_EWMA } else { 0 });
-                    let ewma_eff = if ewma_c == 0 { *ewma } else { ewma_c };
-                    let bndw = o.bandwidth.unwrap_or(0) / 8;
-                    let prio = o.prio.filter(|&p| p != 0).unwrap_or(TC_CBQ_MAXPRIO);
-                    let weight = o.weight.unwrap_or(if prio == TC_CBQ_MAXPRIO { 1 } else { rate_bytes });
-                    let params = CbqClassParams {
-                        classid: c.classid,
-                        parent: if c.parent.minor() == 0 { None } else { Some(c.parent) },
-                        rate: CbqRate::new(rate_bytes, o.allot.unwrap_or(0), o.cell, o.mpu),
-                        allot: allot_c,
-                        weight,
-                        prio,
-                        ewma_log: ewma_c,
-                        avpkt: avpkt_c,
-                        maxidle: o.maxburst.map(|mb| tc_cbq_calc_maxidle(bndw, rate_bytes, avpkt_c, ewma_eff, mb)),
-                        minidle: o.minidle.map(|m| (m as i64).saturating_mul(1 << ewma_eff).saturating_mul(64)),
-                        offtime: o.minburst.map_or(0, |mb| tc_cbq_calc_offtime(bndw, rate_bytes, avpkt_c, ewma_eff, mb)),
-                        bounded: o.bounded,
-                        isolated: o.isolated,
-                        split: None,
-                    };
-                    if let (Some(sp), Some(dm)) = (o.split, o.defmap) {
-                        maps.push((c.classid, if sp.minor() == 0 { ClassId::new(h.major(), 0) } else { sp }, dm));
-                    }
-                    let q = match self.child_of(c.classid)? {
-                        Some(q) => q,
-                        None => {
-                            let mut q = self.default_pfifo();
-                            q.set_ids(ClassId::UNSPEC, c.classid);
-                            q
-                        }
-                    };
-                    let filters = self.filters_of(c.classid, false);
-                    defs.push(CbqClassDef { params, q, filters });
-                }
-                let mut link_q = self.default_pfifo();
-                link_q.set_ids(ClassId::UNSPEC, h);
-                let filters = self.filters_of(h, is_root);
-                let mut q = Cbq::new(h, link, link_q, filters, defs).map_err(|m| err(line, &format!("cbq: {m}")))?;
-                q.set_defmaps(&maps).map_err(|m| err(line, &format!("cbq: {m}")))?;
-                Box::new(q)
+                self.build_cbq(h, is_root, line, link, *ewma)?
             }
         };
         q.set_ids(h, spec.parent);
         Ok(q)
+    }
+
+    /// An HTB qdisc with its classes (`htb_init`, `htb_change_class` as tc computes the class parameters).
+    fn build_htb(&mut self, h: ClassId, is_root: bool, line: &str, defcls: u16, r2q: u32, direct_qlen: Option<u32>) -> Result<Box<dyn Qdisc>, TcError> {
+        let dev = self.cfg.dev;
+        let mut defs = Vec::new();
+        for (ci, c) in self.cfg.classes.iter().enumerate() {
+            if c.classid.major() != h.major() {
+                continue;
+            }
+            let ClassOpts::Htb(o) = c.opts else {
+                return Err(err(&c.line, &format!("class {} is not an htb class but qdisc {h} is htb", c.classid)));
+            };
+            self.used_c[ci] = true;
+            let rate_bytes = o.rate / 8;
+            let ceil = o.ceil.unwrap_or(o.rate);
+            let ceil_bytes = ceil / 8;
+            let hz = dev.hz.max(1);
+            let buffer = o.burst.unwrap_or(rate_bytes / hz + o.mtu as u64);
+            let cbuffer = o.cburst.unwrap_or(ceil_bytes / hz + o.mtu as u64);
+            let quantum = match o.quantum {
+                Some(q) if q > 0 => q,
+                _ => (rate_bytes / r2q as u64).clamp(1000, 200_000) as u32,
+            };
+            let parent = if c.parent.minor() == 0 { None } else { Some(c.parent) };
+            let params = HtbClassParams {
+                classid: c.classid,
+                parent,
+                rate_bps: rate_bytes * 8,
+                ceil_bps: ceil_bytes * 8,
+                buffer_ns: tc_calc_xmittime_ns(rate_bytes, buffer),
+                cbuffer_ns: tc_calc_xmittime_ns(ceil_bytes, cbuffer),
+                prio: o.prio.min(TC_HTB_NUMPRIO as u32 - 1) as u8,
+                quantum,
+            };
+            let has_children = self.cfg.classes.iter().any(|k| k.parent == c.classid);
+            let leaf = if has_children {
+                if self.cfg.qdiscs.iter().any(|q| q.parent == c.classid) {
+                    return Err(err(&c.line, &format!("htb: class {} has child classes, so no qdisc can be attached to it", c.classid)));
+                }
+                None
+            } else {
+                Some(match self.child_of(c.classid)? {
+                    Some(q) => q,
+                    None => {
+                        let mut q = self.default_pfifo();
+                        q.set_ids(ClassId::UNSPEC, c.classid);
+                        q
+                    }
+                })
+            };
+            let filters = self.filters_of(c.classid, false);
+            defs.push(HtbClassDef { params, leaf, filters });
+        }
+        let filters = self.filters_of(h, is_root);
+        let dq = direct_qlen.unwrap_or(dev.txqueuelen);
+        Ok(Box::new(Htb::new(h, defcls, dq, defs, filters).map_err(|m| err(line, &format!("htb: {m}")))?))
+    }
+
+    /// A CBQ qdisc with its classes (tc-cbq(8) parameter computation).
+    fn build_cbq(&mut self, h: ClassId, is_root: bool, line: &str, link: CbqLinkParams, ewma: u8) -> Result<Box<dyn Qdisc>, TcError> {
+        let mut defs = Vec::new();
+        let mut maps = Vec::new();
+        for (ci, c) in self.cfg.classes.iter().enumerate() {
+            if c.classid.major() != h.major() {
+                continue;
+            }
+            let ClassOpts::Cbq(o) = c.opts else {
+                return Err(err(&c.line, &format!("class {} is not a cbq class but qdisc {h} is cbq", c.classid)));
+            };
+            self.used_c[ci] = true;
+            let rate_bytes = o.rate.unwrap_or(0) / 8;
+            let avpkt_c = o.avpkt.unwrap_or(0);
+            let allot_c = o.allot.unwrap_or(0).max(avpkt_c.saturating_mul(3) / 2);
+            let ewma_c = o.ewma.unwrap_or(if o.maxburst.is_some() || o.minburst.is_some() || o.minidle.is_some() { TC_CBQ_DEF_EWMA } else { 0 });
+            let ewma_eff = if ewma_c == 0 { ewma } else { ewma_c };
+            let bndw = o.bandwidth.unwrap_or(0) / 8;
+            let prio = o.prio.filter(|&p| p != 0).unwrap_or(TC_CBQ_MAXPRIO);
+            let weight = o.weight.unwrap_or(if prio == TC_CBQ_MAXPRIO { 1 } else { rate_bytes });
+            let params = CbqClassParams {
+                classid: c.classid,
+                parent: if c.parent.minor() == 0 { None } else { Some(c.parent) },
+                rate: CbqRate::new(rate_bytes, o.allot.unwrap_or(0), o.cell, o.mpu),
+                allot: allot_c,
+                weight,
+                prio,
+                ewma_log: ewma_c,
+                avpkt: avpkt_c,
+                maxidle: o.maxburst.map(|mb| tc_cbq_calc_maxidle(bndw, rate_bytes, avpkt_c, ewma_eff, mb)),
+                minidle: o.minidle.map(|m| (m as i64).saturating_mul(1 << ewma_eff).saturating_mul(64)),
+                offtime: o.minburst.map_or(0, |mb| tc_cbq_calc_offtime(bndw, rate_bytes, avpkt_c, ewma_eff, mb)),
+                bounded: o.bounded,
+                isolated: o.isolated,
+                split: None,
+            };
+            if let (Some(sp), Some(dm)) = (o.split, o.defmap) {
+                maps.push((c.classid, if sp.minor() == 0 { ClassId::new(h.major(), 0) } else { sp }, dm));
+            }
+            let q = match self.child_of(c.classid)? {
+                Some(q) => q,
+                None => {
+                    let mut q = self.default_pfifo();
+                    q.set_ids(ClassId::UNSPEC, c.classid);
+                    q
+                }
+            };
+            let filters = self.filters_of(c.classid, false);
+            defs.push(CbqClassDef { params, q, filters });
+        }
+        let mut link_q = self.default_pfifo();
+        link_q.set_ids(ClassId::UNSPEC, h);
+        let filters = self.filters_of(h, is_root);
+        let mut q = Cbq::new(h, link, link_q, filters, defs).map_err(|m| err(line, &format!("cbq: {m}")))?;
+        q.set_defmaps(&maps).map_err(|m| err(line, &format!("cbq: {m}")))?;
+        Ok(Box::new(q))
     }
 }
 
