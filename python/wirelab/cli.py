@@ -65,7 +65,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--duration", type=float, default=10.0, help="Simulated seconds per case.")
     b.add_argument("--json", help="Write the table as JSON here too.")
     b.add_argument("--udp", action="store_true", help="UDP CBR sources instead of TCP bulk flows.")
-    b.set_defaults(fn=lambda a: _wirelab.cli_bench(a.flows, a.rate, a.duration, a.json, a.udp))
+    b.add_argument("--repeat", type=int, default=1, help="Runs per case; the one with the median CPU time is reported.")
+    b.set_defaults(fn=lambda a: _wirelab.cli_bench(a.flows, a.rate, a.duration, a.json, a.udp, a.repeat))
     return p
 
 

@@ -72,6 +72,9 @@ enum Cmd {
         /// UDP CBR sources instead of TCP bulk flows.
         #[arg(long)]
         udp: bool,
+        /// Runs per case; the one with the median CPU time is reported.
+        #[arg(long, default_value_t = 1)]
+        repeat: u32,
     },
 }
 
@@ -96,6 +99,8 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
             }
         },
         Cmd::ShimMatches { results } => wirelab_run::shim_matches_command(&results),
-        Cmd::Bench { flows, rate, duration, json, udp } => wirelab_run::bench::bench(&flows, &rate, duration, udp, json.as_deref()),
+        Cmd::Bench { flows, rate, duration, json, udp, repeat } => {
+            wirelab_run::bench::bench(&wirelab_run::bench::BenchOptions { flows, rate, duration_s: duration, udp, repeat, json })
+        }
     }
 }
