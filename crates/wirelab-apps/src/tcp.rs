@@ -334,7 +334,7 @@ impl TcpBulk {
                 return;
             }
             let n = (self.cfg.write_size as u64).min(rem).min(PATTERN.len() as u64) as usize;
-            match ctx.sockets.send(ctx.now, s, &PATTERN[..n]) {
+            match ctx.sockets.send_static(ctx.now, s, &PATTERN[..n]) {
                 Ok(0) => return, // send buffer full: wait for Writable
                 Ok(k) => {
                     let st = &mut self.state;
@@ -591,7 +591,7 @@ impl TcpServer {
                     if c.exchange_left == 0 {
                         if let Some((rounds, size)) = c.exchange {
                             // reply, then expect the next round's message
-                            let _ = ctx.sockets.send(ctx.now, s, &PATTERN[..size as usize]);
+                            let _ = ctx.sockets.send_static(ctx.now, s, &PATTERN[..size as usize]);
                             c.tx_bytes += size as u64;
                             let left = rounds.saturating_sub(1);
                             c.exchange = Some((left, size));
@@ -622,7 +622,7 @@ impl TcpServer {
         let c = &mut self.conns[i];
         while c.echo_backlog > 0 {
             let n = c.echo_backlog.min(PATTERN.len() as u64) as usize;
-            match ctx.sockets.send(ctx.now, c.sock, &PATTERN[..n]) {
+            match ctx.sockets.send_static(ctx.now, c.sock, &PATTERN[..n]) {
                 Ok(0) | Err(_) => return,
                 Ok(k) => {
                     c.echo_backlog -= k as u64;
@@ -736,7 +736,7 @@ impl TcpRr {
     fn request(&mut self, ctx: &mut AppCtx) {
         let Some(s) = self.state.sock else { return };
         let n = (self.cfg.size as usize).min(PATTERN.len());
-        match ctx.sockets.send(ctx.now, s, &PATTERN[..n]) {
+        match ctx.sockets.send_static(ctx.now, s, &PATTERN[..n]) {
             Ok(k) if k > 0 => {
                 self.state.written += k as u64;
                 self.state.pending_reply = k as u64;

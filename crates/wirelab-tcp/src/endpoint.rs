@@ -440,6 +440,16 @@ impl TcpEndpoint {
         r
     }
 
+    /// [`Self::send`] of a `'static` slice (a fixed pattern, say): the same bytes go out,
+    /// but the send buffer references the slice instead of copying it.
+    pub fn send_static(&mut self, _now: Instant, s: SocketId, data: &'static [u8]) -> Result<usize, SockError> {
+        let c = self.conn_mut(s).ok_or(SockError::InvalidSocket)?;
+        let r = c.send_static(data);
+        self.touch(s.0);
+        self.clean_heap();
+        r
+    }
+
     /// `read()`: `Ok(0)` only at end of stream; `Err(WouldBlock)` when nothing is queued.
     pub fn recv(&mut self, now: Instant, s: SocketId, buf: &mut [u8]) -> Result<usize, SockError> {
         let cfg = &self.cfg;

@@ -23,7 +23,7 @@
 use crate::api::{RcvWindowPolicy, SockError, SocketId, TcpState};
 use crate::cc::{CaState, CcSock, CongestionOps};
 use crate::config::TcpConfig;
-use crate::ring::Ring;
+use crate::ring::{Ring, SendRing};
 use crate::wire::{SeqNumber, TcpRepr};
 use std::collections::VecDeque;
 use std::net::SocketAddrV4;
@@ -145,7 +145,7 @@ pub(crate) struct Conn {
     snd_wl1: SeqNumber,
     max_window: u32,
     snd_sml: SeqNumber,
-    snd_ring: Ring,
+    snd_ring: SendRing,
     snd_buf_seq: SeqNumber,
     sndbuf: u32,
     sndbuf_locked: bool,
@@ -266,7 +266,7 @@ impl Conn {
             snd_wl1: SeqNumber(0),
             max_window: 0,
             snd_sml: iss,
-            snd_ring: Ring::default(),
+            snd_ring: SendRing::default(),
             snd_buf_seq: iss + 1,
             sndbuf: cfg.tcp_wmem[1],
             sndbuf_locked: false,

@@ -7,12 +7,30 @@ use super::timer::timer_at;
 use crate::api::{RcvWindowPolicy, SockError, SockOpt, TcpInfo, TcpState};
 use crate::cc::CongestionAlgo;
 use crate::config::TcpConfig;
-use crate::ring::Ring;
+use crate::ring::{Ring, SendRing};
 use wirelab_core::Instant;
 
 impl Conn {
     /// `write()`: copies what fits in the send buffer.
     pub fn send(&mut self, data: &[u8]) -> Result<usize, SockError> {
+        let n = self.send_room(data.len())?;
+        if n > 0 {
+            self.snd_ring.push(&data[..n]);
+        }
+        Ok(n)
+    }
+
+    /// [`Self::send`] of a `'static` slice: queued by reference, not copied.
+    pub fn send_static(&mut self, data: &'static [u8]) -> Result<usize, SockError> {
+        let n = self.send_room(data.len())?;
+        if n > 0 {
+            self.snd_ring.push_static(&data[..n]);
+        }
+        Ok(n)
+    }
+
+    /// How many of `want` bytes a write may queue now (`sk_stream_memory_free`).
+    fn send_room(&mut self, want: usize) -> Result<usize, SockError> {
         if let Some(e) = self.err {
             return Err(e);
         }
@@ -25,12 +43,9 @@ impl Conn {
         }
         let cap = self.sndbuf_payload() as usize;
         let queued = self.snd_ring.len();
-        let n = data.len().min(cap.saturating_sub(queued));
-        if n < data.len() {
+        let n = want.min(cap.saturating_sub(queued));
+        if n < want {
             self.write_blocked = true;
-        }
-        if n > 0 {
-            self.snd_ring.push(&data[..n]);
         }
         Ok(n)
     }
@@ -189,7 +204,7 @@ impl Conn {
         self.ack.send_now = false;
         self.tx_syn = false;
         self.tx_probe = false;
-        self.snd_ring = Ring::default();
+        self.snd_ring = SendRing::default();
         self.rtx.clear();
         self.ofo.ranges = Vec::new();
     }
