@@ -312,7 +312,7 @@ mod test {
             }
             assert_eq!(q.len(), flat.len() - head, "round {round}");
             // read a random segment
-            if q.len() > 0 {
+            if !q.is_empty() {
                 let off = rng.below(q.len() as u64) as usize;
                 let len = rng.below((q.len() - off) as u64 + 1) as usize;
                 let mut out = vec![9u8; 3];
