@@ -45,7 +45,7 @@ pub enum SndbufAdv {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BacklogDef {
     /// The patch's formula: `out_qlen + outstanding − min(peer.rwnd, cwnd)` over
-    /// `sndbuf_used` (truesize accounting). Faithful default.
+    /// `asoc->sndbuf_used` (`SctpConfig::chunk_asoc_charge`). Faithful default.
     Btech2016,
     /// Agache & Raiciu: unsent bytes (`out_qlen`) over `sk_sndbuf`.
     Agache,
@@ -171,6 +171,12 @@ pub struct SctpConfig {
     pub max_in_streams: u16,
     /// Buffer-charging model.
     pub truesize: TruesizeModel,
+    /// `asoc->sndbuf_used` counts payload + `sizeof(struct sk_buff)` + `sizeof(struct
+    /// sctp_chunk)` per DATA chunk (`sctp_set_owner_w()` up to 4.19 at least:
+    /// `SCTP_DATA_SNDSIZE(chunk) + sizeof(struct sk_buff) + sizeof(struct sctp_chunk)`),
+    /// not the truesize charge it counts in 5.x. Only chunk 0x96's value reads that
+    /// counter here; send space (`sk_wmem_alloc`/`sk_wmem_queued`) is always truesize.
+    pub sndbuf_used_payload: bool,
     /// `sendmsg` takes messages larger than `sk_sndbuf` (Linux ≥ 4.17,
     /// `sctp_sendmsg_to_asoc`); older kernels return EMSGSIZE when `msg_len > sk_sndbuf`.
     /// Every version accepts a message while any send space is left.
@@ -182,6 +188,11 @@ pub struct SctpConfig {
     /// (`sctp_sf_eat_data_6_2()`). Off for linux-2.6.37, which predates it.
     pub sack_immediately: bool,
 }
+
+/// `sizeof(struct sk_buff)` on x86-64 [inferred; 4.x].
+const SIZEOF_SK_BUFF: u64 = 232;
+/// `sizeof(struct sctp_chunk)` on x86-64 [inferred].
+const SIZEOF_SCTP_CHUNK: u64 = 192;
 
 impl Default for SctpConfig {
     fn default() -> Self {
@@ -229,6 +240,7 @@ impl SctpConfig {
             out_streams: 10,
             max_in_streams: 65535,
             truesize: TruesizeModel::Modern,
+            sndbuf_used_payload: false,
             send_overcommit: true,
             bundle_sack: true,
             sack_immediately: true,
@@ -245,12 +257,14 @@ impl SctpConfig {
                 c.profile = name.into();
                 // pf_enable did not exist yet; pf_retrans (3.8+) defaulted to 0 with PF on.
                 c.send_overcommit = false;
+                c.sndbuf_used_payload = true;
                 c.sctp_rmem = [4096, 865500, 4194304];
             }
             "linux-2.6.37" => {
                 c.profile = name.into();
                 c.pf_enable = false; // no PF state before 3.8
                 c.send_overcommit = false;
+                c.sndbuf_used_payload = true;
                 c.sack_immediately = false;
                 c.truesize = TruesizeModel::Linux2637;
                 // (sizeof(sk_buff)+256)*256 on a 64-bit 2.6.37 kernel (seed-systems §2.2).
@@ -398,13 +412,23 @@ impl SctpConfig {
         }
     }
 
+    /// What a DATA chunk with `payload` user bytes adds to `asoc->sndbuf_used`
+    /// (`sctp_set_owner_w()`): see [`SctpConfig::sndbuf_used_payload`].
+    pub fn chunk_asoc_charge(&self, payload: usize) -> u64 {
+        if self.sndbuf_used_payload {
+            payload as u64 + SIZEOF_SK_BUFF + SIZEOF_SCTP_CHUNK
+        } else {
+            self.chunk_truesize(payload)
+        }
+    }
+
     /// Bytes a chunk with `payload` user bytes is charged against a socket buffer.
     /// Modern: `SKB_TRUESIZE(kmalloc_size_roundup(SKB_DATA_ALIGN(16+len) + shinfo))` +
     /// `sizeof(struct sctp_chunk)` (sctp_set_owner_w); sizes for x86-64 [inferred].
     pub fn chunk_truesize(&self, payload: usize) -> u64 {
         const SK_BUFF: u64 = 256; // SKB_DATA_ALIGN(sizeof(struct sk_buff)) = 232 → 256
         const SHINFO: u64 = 320; // SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
-        const SCTP_CHUNK: u64 = 192; // sizeof(struct sctp_chunk), 64-bit [inferred]
+        const SCTP_CHUNK: u64 = SIZEOF_SCTP_CHUNK;
         let len = (16 + payload) as u64;
         match self.truesize {
             TruesizeModel::Payload => payload as u64,

@@ -863,6 +863,34 @@ fn sndbuf_adv_v2_percent_and_v3_decile() {
     assert!(a3.iter().all(|a| a.1 <= 10));
 }
 
+/// Linux 4.6 divides the backlog by `asoc->sndbuf_used` = payload + sizeof(sk_buff) +
+/// sizeof(sctp_chunk) per chunk, so a full buffer behind a slow path reports up to ≈ 77 %
+/// (1448 / 1872); 5.x counts truesize there, and the same sender stays below 58 %
+/// (1448 / 2496). Seed 000 saw 74 % on 4.6.
+#[test]
+fn sndbuf_adv_v2_value_uses_the_profiles_sndbuf_used_accounting() {
+    let max_v2 = |profile: &str| {
+        let mut c0 = SctpConfig::profile(profile).unwrap();
+        c0.set_sysctl("net.sctp.sndbuf_adv", "v2").unwrap();
+        c0.set_sysctl("net.sctp.sndbuf_adv_interval", "100").unwrap();
+        let mut n = Net::new(c0, SctpConfig::default());
+        n.rate = 2_000_000;
+        n.listen(&[a("10.0.1.2")]);
+        let s = n.connect(&[a("10.0.1.1")], &[a("10.0.1.2")]);
+        n.run_for(Duration::from_millis(100));
+        n.start_bulk(s, 2_000_000, 65536, 1);
+        assert!(n.run_until(Instant::from_nanos(60_000_000_000), |n| n.sink.total == 2_000_000));
+        adv_chunks(&n).iter().map(|a| a.1).max().unwrap()
+    };
+    let (v46, v6) = (max_v2("linux-4.6"), max_v2("linux-6"));
+    assert!(v46 > 60 && v46 <= 77, "linux-4.6: {v46}");
+    assert!(v6 <= 58, "linux-6: {v6}");
+    let c = SctpConfig::profile("linux-4.6").unwrap();
+    assert_eq!(c.chunk_asoc_charge(1448), 1448 + 232 + 192);
+    let c6 = SctpConfig::default();
+    assert_eq!(c6.chunk_asoc_charge(1448), c6.chunk_truesize(1448));
+}
+
 #[test]
 fn sndbuf_adv_agache_definition() {
     let c0 = cfg_with(&[("net.sctp.sndbuf_adv", "v4"), ("net.sctp.sndbuf_adv_backlog", "agache")]);

@@ -23,6 +23,8 @@ pub(super) struct TxChunk {
     pub len: u32,
     /// Send-buffer charge (truesize).
     pub charge: u32,
+    /// What it adds to `asoc->sndbuf_used` (`SctpConfig::chunk_asoc_charge`).
+    pub asoc_charge: u32,
     pub stream: u16,
     pub ssn: u16,
     pub flags: u8,
@@ -64,8 +66,10 @@ pub(super) struct OutQueue {
     pub out_qlen: u64,
     /// Sent-but-unacked user bytes (`outstanding_bytes`).
     pub outstanding: u64,
-    /// Send-buffer charge (`asoc->sndbuf_used`).
+    /// Send-buffer charge in truesize (`sk_wmem_queued`; also `asoc->sndbuf_used` in 5.x).
     pub sndbuf_used: u64,
+    /// `asoc->sndbuf_used` as the profile's kernel counts it (chunk 0x96's denominator).
+    pub asoc_sndbuf_used: u64,
     /// A writer got `Ok(0)` and waits for `Writable`.
     pub want_writable: bool,
     /// `msg_len` of the message a blocked writer waits to fit (`sctp_wait_for_sndbuf`).
@@ -88,6 +92,7 @@ impl OutQueue {
             out_qlen: 0,
             outstanding: 0,
             sndbuf_used: 0,
+            asoc_sndbuf_used: 0,
             want_writable: false,
             blocked_len: 0,
         }
@@ -139,11 +144,13 @@ impl OutQueue {
                 flags |= data_flags::E;
             }
             let ch = cfg.chunk_truesize(len) as u32;
+            let ach = cfg.chunk_asoc_charge(len) as u32;
             self.q.push_back(TxChunk {
                 tsn: self.next_tsn,
                 off: off0 + (k * frag) as u64,
                 len: len as u32,
                 charge: ch,
+                asoc_charge: ach,
                 stream,
                 ssn,
                 flags,
@@ -159,6 +166,7 @@ impl OutQueue {
             });
             self.next_tsn = self.next_tsn.next();
             self.sndbuf_used += ch as u64;
+            self.asoc_sndbuf_used += ach as u64;
         }
         self.out_qlen += data.len() as u64;
     }
@@ -175,6 +183,7 @@ impl OutQueue {
             let c = self.q.pop_front().unwrap_or_else(|| unreachable!());
             self.first_unsent -= 1;
             self.sndbuf_used -= c.charge as u64;
+            self.asoc_sndbuf_used -= c.asoc_charge as u64;
             bytes += c.len as u64;
             self.sbuf_base_advance(c.off + c.len as u64);
             freed = true;

@@ -95,7 +95,9 @@ impl Assoc {
             outstanding: self.out.outstanding,
             peer_rwnd: self.peer_rwnd,
             cwnd: self.paths[path].cwnd,
-            sndbuf_used: self.out.sndbuf_used,
+            // the patches divide by asoc->sndbuf_used, which 4.6 counts in payload + struct
+            // sizes, not truesize (SctpConfig::sndbuf_used_payload)
+            sndbuf_used: self.out.asoc_sndbuf_used,
             sndbuf: self.sock.sndbuf,
         }
     }
