@@ -66,7 +66,10 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--json", help="Write the table as JSON here too.")
     b.add_argument("--udp", action="store_true", help="UDP CBR sources instead of TCP bulk flows.")
     b.add_argument("--repeat", type=int, default=1, help="Runs per case; the one with the median CPU time is reported.")
-    b.set_defaults(fn=lambda a: _wirelab.cli_bench(a.flows, a.rate, a.duration, a.json, a.udp, a.repeat))
+    b.add_argument("--mix", action="store_true",
+                   help="Web-like workload instead of the dumbbell: --flows short flows with heavy-tailed sizes "
+                        "plus 4 long flows on a 5-router parking lot.")
+    b.set_defaults(fn=lambda a: _wirelab.cli_bench(a.flows, a.rate, a.duration, a.json, a.udp, a.repeat, a.mix))
     return p
 
 

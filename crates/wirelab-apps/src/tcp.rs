@@ -420,6 +420,9 @@ pub struct TcpServer {
     pub listener: Option<SocketId>,
     /// Connections in accept order.
     pub conns: Vec<ServerConn>,
+    /// Index into `conns` by socket: a server of many short flows (`wirelab bench --mix`
+    /// gives each host thousands) finds a connection without scanning them all.
+    by_sock: std::collections::HashMap<SocketId, usize>,
     /// Read budget carried between rate-limited reads (bytes).
     pub budget: f64,
     /// Time of the last rate-limited read.
@@ -434,7 +437,7 @@ const READ_TICK: Duration = Duration::from_millis(10);
 impl TcpServer {
     /// A server that has not started listening yet.
     pub fn new(cfg: TcpServerConfig) -> Self {
-        TcpServer { cfg, listener: None, conns: Vec::new(), budget: 0.0, last_read: None, error: None }
+        TcpServer { cfg, listener: None, conns: Vec::new(), by_sock: Default::default(), budget: 0.0, last_read: None, error: None }
     }
 
     /// Starts listening (called at time zero).
@@ -454,8 +457,7 @@ impl TcpServer {
     }
 
     fn conn_idx(&self, s: SocketId) -> Option<usize> {
-        // connections are few per server except in sweeps; search from the newest
-        self.conns.iter().rposition(|c| c.sock == s)
+        self.by_sock.get(&s).copied()
     }
 
     /// Handles one input; returns the next timer to arm.
@@ -488,6 +490,9 @@ impl TcpServer {
                         while let Some(c) = ctx.sockets.accept(s) {
                             ctx.sockets.own_stream(c, ctx.app);
                             let peer = ctx.sockets.addrs(c).map(|(_, r)| r);
+                            // a reused socket id maps to its newest connection, as the
+                            // scan from the newest did
+                            self.by_sock.insert(c, self.conns.len());
                             self.conns.push(ServerConn {
                                 sock: c,
                                 peer,

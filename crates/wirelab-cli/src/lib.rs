@@ -75,6 +75,10 @@ enum Cmd {
         /// Runs per case; the one with the median CPU time is reported.
         #[arg(long, default_value_t = 1)]
         repeat: u32,
+        /// Web-like workload instead of the dumbbell: `--flows` short flows with
+        /// heavy-tailed sizes plus 4 long flows on a 5-router parking lot.
+        #[arg(long)]
+        mix: bool,
     },
 }
 
@@ -99,8 +103,8 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
             }
         },
         Cmd::ShimMatches { results } => wirelab_run::shim_matches_command(&results),
-        Cmd::Bench { flows, rate, duration, json, udp, repeat } => {
-            wirelab_run::bench::bench(&wirelab_run::bench::BenchOptions { flows, rate, duration_s: duration, udp, repeat, json })
+        Cmd::Bench { flows, rate, duration, json, udp, repeat, mix } => {
+            wirelab_run::bench::bench(&wirelab_run::bench::BenchOptions { flows, rate, duration_s: duration, udp, repeat, mix, json })
         }
     }
 }

@@ -105,6 +105,143 @@ fn start_ns(i: u32, n: u32, per_bps: f64) -> u64 {
     (interval_ns * i as f64 / n as f64) as u64
 }
 
+/// Routers of the `--mix` parking lot, and hosts per router.
+const MIX_ROUTERS: usize = 5;
+const MIX_HOSTS: usize = 4;
+/// Greedy long flows of the `--mix` workload, end to end over the whole chain.
+const MIX_LONG: usize = 4;
+/// Short-flow sizes: bounded Pareto, shape 1.2, 3 kB to 3 MB (mean about 13 kB; most flows
+/// are a few segments, a few carry most bytes, as in web and data-centre traces).
+const MIX_PARETO: (f64, f64, f64) = (1.2, 3_000.0, 3_000_000.0);
+
+/// One short flow's size, a bounded-Pareto draw by inverse transform from `u` in [0, 1).
+fn pareto_size(u: f64) -> u64 {
+    let (a, l, h) = MIX_PARETO;
+    let la = l.powf(a);
+    let ha = h.powf(a);
+    let x = (-(u * ha - u * la - ha) / (ha * la)).powf(-1.0 / a);
+    x.round().clamp(l, h) as u64
+}
+
+/// The `--mix` scenario: a parking lot of 5 routers in a line (1 Gbit/s, 1 ms, pfifo of one
+/// bandwidth-delay product), 4 hosts on each (1 Gbit/s, 50 µs); `n` short flows whose
+/// sizes are heavy-tailed ([`MIX_PARETO`]) between hosts on different routers, arriving
+/// at random over the first 80 % of the run, plus 4 greedy long flows across the whole
+/// chain. Every host runs a `tcp-sink` on port 5001; each short flow is a `tcp-bulk` with
+/// `bytes`. Deterministic: the draws come from a seeded stream.
+pub fn mix_toml(n: u32, duration_s: f64) -> String {
+    use std::fmt::Write as _;
+    let mut rng = wirelab_core::Rng::stream(1, "bench/mix");
+    let mut s = format!("[scenario]\nname = \"bench-mix-{n}\"\nduration = \"{duration_s}s\"\nseed = 1\n\n[measure]\nsample_interval = \"{duration_s}s\"\n\n");
+    let host = |r: usize, j: usize| format!("h{r}x{j}");
+    for r in 0..MIX_ROUTERS {
+        let _ = write!(s, "[[node]]\nname = \"r{r}\"\nkind = \"router\"\n\n");
+        for j in 0..MIX_HOSTS {
+            let _ = write!(s, "[[node]]\nname = \"{}\"\n\n", host(r, j));
+        }
+    }
+    // 1 Gbit/s × 2 ms RTT per hop ≈ 170 frames; the pfifo holds the 4-hop path's BDP
+    for r in 0..MIX_ROUTERS - 1 {
+        let _ = write!(s, "[[link]]\nname = \"core{r}\"\na = {{ node = \"r{r}\", qdisc = \"pfifo limit 700\" }}\nb = {{ node = \"r{}\", qdisc = \"pfifo limit 700\" }}\nnetem = \"rate 1gbit delay 1ms\"\n\n", r + 1);
+    }
+    for r in 0..MIX_ROUTERS {
+        for j in 0..MIX_HOSTS {
+            let _ = write!(s, "[[link]]\na = {{ node = \"{}\" }}\nb = {{ node = \"r{r}\" }}\nnetem = \"rate 1gbit delay 50us\"\n\n", host(r, j));
+            let _ = write!(s, "[[app]]\nkind = \"tcp-sink\"\nnode = \"{}\"\nport = 5001\n\n", host(r, j));
+        }
+    }
+    for k in 0..MIX_LONG {
+        let _ = write!(s, "[[app]]\nkind = \"tcp-bulk\"\nnode = \"{}\"\ndst = \"{}:5001\"\nstart = \"{}us\"\n\n", host(0, k % MIX_HOSTS), host(MIX_ROUTERS - 1, k % MIX_HOSTS), 1000 * k);
+    }
+    let span_ns = duration_s * 0.8 * 1e9;
+    for _ in 0..n {
+        let start = (rng.next_f64() * span_ns) as u64;
+        let src_r = rng.below(MIX_ROUTERS as u64) as usize;
+        let dst_r = (src_r + 1 + rng.below(MIX_ROUTERS as u64 - 1) as usize) % MIX_ROUTERS;
+        let (a, b) = (rng.below(MIX_HOSTS as u64) as usize, rng.below(MIX_HOSTS as u64) as usize);
+        let bytes = pareto_size(rng.next_f64());
+        let _ = write!(s, "[[app]]\nkind = \"tcp-bulk\"\nnode = \"{}\"\ndst = \"{}:5001\"\nbytes = {bytes}\nstart = \"{start}ns\"\n\n", host(src_r, a), host(dst_r, b));
+    }
+    s
+}
+
+/// One `--mix` case's figures.
+#[derive(Serialize, Debug, Clone)]
+pub struct MixRow {
+    /// Short flows.
+    pub short_flows: u32,
+    /// Short flows that completed (all bytes acknowledged, peer's FIN seen).
+    pub completed: u64,
+    /// Simulated seconds.
+    pub sim_seconds: f64,
+    /// Wall seconds of the event loop.
+    pub wall_seconds: f64,
+    /// CPU seconds of the event loop.
+    pub cpu_seconds: f64,
+    /// Wall seconds to build the scenario.
+    pub build_seconds: f64,
+    /// Wall seconds to collect the results and drop the simulation.
+    pub teardown_seconds: f64,
+    /// Events processed.
+    pub events: u64,
+    /// Data segments delivered (bytes received by the sinks / 1448-byte MSS).
+    pub data_segments: u64,
+    /// Events per delivered data segment.
+    pub events_per_segment: f64,
+    /// CPU nanoseconds per delivered data segment.
+    pub cpu_ns_per_segment: f64,
+    /// Bytes received by the sinks.
+    pub rx_bytes: u64,
+    /// Peak resident memory (MiB) of the process so far.
+    pub peak_rss_mib: f64,
+    /// Peak RSS per flow (bytes).
+    pub peak_rss_per_flow: f64,
+}
+
+/// Runs one `--mix` case with `n` short flows.
+pub fn mix_case(n: u32, duration_s: f64) -> Result<MixRow, String> {
+    let t0 = WallInstant::now();
+    let text = mix_toml(n, duration_s);
+    let sc = Scenario::from_text("<bench-mix>", &text, &[]).map_err(|e| e.to_string())?;
+    drop(text);
+    let built = sc.build(&BuildOptions::default()).map_err(|e| e.to_string())?;
+    drop(sc);
+    let mut sim = built.sim;
+    let build_seconds = t0.elapsed().as_secs_f64();
+    let cpu0 = thread_cpu_seconds();
+    let wall = WallInstant::now();
+    sim.run(Instant::ZERO + built.duration, Duration::ZERO, &mut |_| {});
+    let w = wall.elapsed().as_secs_f64().max(1e-9);
+    let cpu = match (cpu0, thread_cpu_seconds()) {
+        (Some(a), Some(b)) => (b - a).max(1e-9),
+        _ => w,
+    };
+    let t1 = WallInstant::now();
+    let r = sim.finish().map_err(|e| e.to_string())?;
+    drop(sim);
+    let teardown_seconds = t1.elapsed().as_secs_f64();
+    let rx_bytes: u64 = r.flows.iter().filter(|f| f.kind == "tcp-sink").map(|f| f.rx_bytes).sum();
+    let completed = r.flows.iter().filter(|f| f.kind == "tcp-bulk" && f.state == "done").count() as u64;
+    let segs = rx_bytes.div_ceil(1448);
+    let peak = peak_rss_mib();
+    Ok(MixRow {
+        short_flows: n,
+        completed,
+        sim_seconds: r.sim_seconds,
+        wall_seconds: w,
+        cpu_seconds: cpu,
+        build_seconds,
+        teardown_seconds,
+        events: r.events,
+        data_segments: segs,
+        events_per_segment: r.events as f64 / segs.max(1) as f64,
+        cpu_ns_per_segment: cpu * 1e9 / segs.max(1) as f64,
+        rx_bytes,
+        peak_rss_mib: peak,
+        peak_rss_per_flow: peak * 1048576.0 / (n as f64 + MIX_LONG as f64),
+    })
+}
+
 /// Peak RSS of this process in MiB (Linux `VmHWM`), 0 elsewhere.
 pub fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
@@ -197,6 +334,8 @@ pub struct BenchOptions {
     pub udp: bool,
     /// Runs per case; the row with the median CPU time is reported.
     pub repeat: u32,
+    /// Run the `--mix` workload (`flows` = short flows) instead of the dumbbell.
+    pub mix: bool,
     /// Also write the rows as JSON here.
     pub json: Option<std::path::PathBuf>,
 }
@@ -242,12 +381,53 @@ pub fn bench(o: &BenchOptions) -> i32 {
         eprintln!("error: --duration {} must be a positive number of seconds", o.duration_s);
         return 2;
     }
+    if o.mix {
+        return bench_mix(o);
+    }
     let mut rows = Vec::new();
     print_header();
     for &n in &o.flows {
         match bench_case_repeated(n.max(1), &o.rate, o.duration_s, o.udp, o.repeat) {
             Ok(r) => {
                 print_row(&r);
+                rows.push(r);
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 1;
+            }
+        }
+    }
+    write_json(o.json.as_deref(), &rows)
+}
+
+fn bench_mix(o: &BenchOptions) -> i32 {
+    println!(
+        "{:>7} {:>7} {:>6} {:>8} {:>8} {:>11} {:>9} {:>6} {:>9} {:>9} {:>8} {:>10} {:>7} {:>7}",
+        "short", "done", "sim s", "wall s", "cpu s", "events", "data segs", "ev/seg", "cpu ns/sg", "segs/cpu-s", "peak MiB", "RSS B/flow", "build s", "drop s"
+    );
+    let mut rows = Vec::new();
+    for &n in &o.flows {
+        match mix_case(n, o.duration_s) {
+            Ok(r) => {
+                println!(
+                    "{:>7} {:>7} {:>6.1} {:>8.3} {:>8.3} {:>11} {:>9} {:>6.2} {:>9.0} {:>9.0} {:>8.1} {:>10.0} {:>7.3} {:>7.3}",
+                    r.short_flows,
+                    r.completed,
+                    r.sim_seconds,
+                    r.wall_seconds,
+                    r.cpu_seconds,
+                    r.events,
+                    r.data_segments,
+                    r.events_per_segment,
+                    r.cpu_ns_per_segment,
+                    r.data_segments as f64 / r.cpu_seconds,
+                    r.peak_rss_mib,
+                    r.peak_rss_per_flow,
+                    r.build_seconds,
+                    r.teardown_seconds
+                );
+                let _ = std::io::stdout().flush();
                 rows.push(r);
             }
             Err(e) => {
