@@ -156,6 +156,8 @@ pub struct Sim {
     pub(crate) pool: Vec<Vec<u8>>,
     /// Scratch list of socket events to hand to apps.
     ev_scratch: Vec<(u32, AppInput)>,
+    /// A datagram with a by-reference tail, made whole for a capture or a receiving stack.
+    whole: Vec<u8>,
 }
 
 /// Packet buffers kept for reuse.
@@ -193,6 +195,7 @@ impl Sim {
             started: false,
             pool: Vec::new(),
             ev_scratch: Vec::new(),
+            whole: Vec::new(),
         }
     }
 
@@ -565,7 +568,9 @@ impl Sim {
             // SCTP picks each path's source address by route lookup, as Linux does
             sctp_cfg.source_routes = node.routes.entries().into_iter().map(|(net, len, hop)| (net, len, node.ifaces[hop.iface as usize].addr.addr)).collect();
             sctp_cfg.host_addrs = node.ifaces.iter().map(|f| f.addr.addr).collect();
-            let tcp = wirelab_tcp::TcpEndpoint::new(tcp_cfg, Rng::stream(seed, &format!("node/{}/tcp", node.name)));
+            let mut tcp = wirelab_tcp::TcpEndpoint::new(tcp_cfg, Rng::stream(seed, &format!("node/{}/tcp", node.name)));
+            // bulk payload travels by reference (Pkt::tail); captures and receivers see it
+            tcp.set_lazy_payload(true);
             let sctp = wirelab_sctp::SctpEndpoint::new(sctp_cfg, Rng::stream(seed, &format!("node/{}/sctp", node.name)));
             let mut st = HostStack::new(tcp, sctp, cfg.shim.clone());
             st.rate = cfg.rate.clone();
@@ -731,7 +736,7 @@ impl Sim {
             src: t.src,
             dst: t.dst,
             protocol: t.proto,
-            payload_len: buf.len() - HEADROOM,
+            payload_len: buf.len() - HEADROOM + t.tail.len(),
             ttl: 64,
             tos: t.tos,
             ident: node.ip_ident,
@@ -739,6 +744,7 @@ impl Sim {
         };
         ip.emit(&mut buf);
         let mut pkt = self.new_pkt(buf);
+        pkt.tail = t.tail;
         // scheduling metadata for qdiscs such as fq (skb->sk, skb->tstamp, sk_pacing_rate)
         pkt.meta.sk = if t.sk != 0 { t.sk } else { socket_key(&t, &pkt.data[HEADROOM..]) };
         pkt.meta.txtime = t.txtime;
@@ -839,7 +845,7 @@ impl Sim {
             self.drops = drops;
             if let Some(pkt) = pkt {
                 if let Some(c) = ifc.capture {
-                    self.rec.capture(c, now, fif, CaptureDir::Out, &pkt.data);
+                    self.rec.capture(c, now, fif, CaptureDir::Out, whole(&mut self.whole, &pkt));
                 }
                 self.dirs[d as usize].link.transmit(now, pkt);
             }
@@ -887,10 +893,10 @@ impl Sim {
         let now = self.now;
         self.rec.deliver_hash(now, pkt.meta.id, n);
         if let Some(c) = self.nodes[n as usize].ifaces[i as usize].capture {
-            self.rec.capture(c, now, i, CaptureDir::In, &pkt.data);
+            self.rec.capture(c, now, i, CaptureDir::In, whole(&mut self.whole, &pkt));
         }
         let node = &mut self.nodes[n as usize];
-        let Ok(ipp) = Ipv4Packet::new_checked(&pkt.data[..]) else {
+        let Ok(ipp) = Ipv4Packet::new_checked_split(&pkt.data[..], pkt.tail.len()) else {
             node.counters.bad_packets += 1;
             return;
         };
@@ -997,7 +1003,17 @@ impl Sim {
                 self.ensure_stack(n);
                 if let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() {
                     let ipp = Ipv4Packet::new_unchecked(&pkt.data[..]);
-                    let payload = ipp.payload();
+                    // a by-reference tail is copied from its (cached) source next to the
+                    // headers: the engine sees the whole segment
+                    let payload = if pkt.tail.is_empty() {
+                        ipp.payload()
+                    } else {
+                        let hl = ipp.header_len() as usize;
+                        self.whole.clear();
+                        self.whole.extend_from_slice(&pkt.data[hl..]);
+                        self.whole.extend_from_slice(pkt.tail);
+                        &self.whole[..]
+                    };
                     // checksum offload: only corrupted packets are verified (PktMeta::corrupted)
                     let verify = pkt.meta.corrupted || self.verify_checksums;
                     stack.engine().handle_packet(now, wirelab_core::Datagram { src, dst, proto, tos, payload, verify });
@@ -1017,6 +1033,16 @@ impl Sim {
     pub fn cbr_interval(payload: u32, rate_bps: u64) -> Duration {
         wirelab_apps::UdpCbrConfig::interval_for(payload, rate_bps)
     }
+}
+
+/// The whole datagram of `pkt`: its `data`, or `data` and tail copied into `buf`.
+fn whole<'a>(buf: &'a mut Vec<u8>, pkt: &'a Pkt) -> &'a [u8] {
+    if pkt.tail.is_empty() {
+        return &pkt.data;
+    }
+    buf.clear();
+    pkt.write_to(buf);
+    buf
 }
 
 /// A non-zero socket key for a segment whose engine named no socket: the connection's

@@ -74,6 +74,7 @@ pub struct TcpEndpoint {
     ready: VecDeque<u32>,
     events: VecDeque<(SocketId, SockEvent)>,
     rsts: VecDeque<RstSpec>,
+    lazy_payload: bool,
 }
 
 impl TcpEndpoint {
@@ -89,6 +90,19 @@ impl TcpEndpoint {
             ready: VecDeque::new(),
             events: VecDeque::new(),
             rsts: VecDeque::new(),
+            lazy_payload: false,
+        }
+    }
+
+    /// Pass `send_static` payload at the end of segments by reference
+    /// ([`Transmit::tail`]) from now on (off by default: a driver must then append the
+    /// tail to what `poll_transmit` wrote). The simulator turns it on.
+    pub fn set_lazy_payload(&mut self, on: bool) {
+        self.lazy_payload = on;
+        for s in &mut self.slots {
+            if let Slot::Conn(c) = s {
+                c.lazy_payload = on;
+            }
         }
     }
 
@@ -261,6 +275,7 @@ impl TcpEndpoint {
             // Replies use the socket's TOS (0), not the SYN's (no tcp_reflect_tos).
             let _ = tos;
             let mut c = Conn::new_passive(&self.cfg, id, local, remote, now, iss, tso, &r, lid, 0);
+            c.lazy_payload = self.lazy_payload;
             if let Some(Slot::Listener(l)) = self.slots.get_mut(lid.0 as usize) {
                 l.synrecv += 1;
                 for o in &l.opts {
@@ -422,7 +437,8 @@ impl TcpEndpoint {
         let id = SocketId(self.slots.len() as u32);
         let iss = self.rng.next_u32();
         let tso = self.rng.next_u32();
-        let c = Conn::new_active(&self.cfg, id, la, remote, now, iss, tso);
+        let mut c = Conn::new_active(&self.cfg, id, la, remote, now, iss, tso);
+        c.lazy_payload = self.lazy_payload;
         self.slots.push(Slot::Conn(Box::new(c)));
         self.demux.insert(tuple(la, remote), id);
         self.touch(id.0);

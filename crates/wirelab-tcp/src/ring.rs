@@ -214,6 +214,25 @@ impl SendRing {
         }
     }
 
+    /// [`Self::copy_out`], except that when the range ends inside a run passed by reference,
+    /// that run's part is returned instead of copied (the segment's tail).
+    pub fn copy_out_lazy(&self, off: usize, len: usize, out: &mut Vec<u8>) -> &'static [u8] {
+        let end = self.head + (off + len) as u64;
+        let i = self.runs.partition_point(|r| r.start < end).saturating_sub(1);
+        match self.runs.get(i) {
+            Some(&Run { start, src: Src::Static(s), .. }) => {
+                let from = start.max(self.head + off as u64);
+                let t = &s[(from - start) as usize..(end - start) as usize];
+                self.copy_out(off, len - t.len(), out);
+                t
+            }
+            _ => {
+                self.copy_out(off, len, out);
+                &[]
+            }
+        }
+    }
+
     /// Drops `n` bytes from the head.
     pub fn discard(&mut self, n: usize) {
         let n = n.min(self.len);
@@ -318,6 +337,11 @@ mod test {
                 let mut out = vec![9u8; 3];
                 q.copy_out(off, len, &mut out);
                 assert_eq!(&out[3..], &flat[head + off..head + off + len], "round {round}");
+                // the same range with its static end by reference
+                let mut out = vec![9u8; 3];
+                let tail = q.copy_out_lazy(off, len, &mut out);
+                out.extend_from_slice(tail);
+                assert_eq!(&out[3..], &flat[head + off..head + off + len], "round {round} (lazy)");
             }
             // acknowledge some
             let d = rng.below(q.len() as u64 / 2 + 1) as usize;

@@ -118,6 +118,9 @@ pub(crate) struct Conn {
     // timer-heap bookkeeping for the endpoint
     pub heap_key: Option<Instant>,
     pub in_ready: bool,
+    /// Pass `send_static` payload at the end of a segment by reference
+    /// ([`wirelab_core::Transmit::tail`]) instead of copying it into the buffer.
+    pub lazy_payload: bool,
 
     // ---- options and negotiated parameters (rx_opt) ----
     nodelay: bool,
@@ -245,6 +248,7 @@ impl Conn {
             err: None,
             heap_key: None,
             in_ready: false,
+            lazy_payload: false,
             nodelay: false,
             user_mss: 0,
             rcv_policy: None,

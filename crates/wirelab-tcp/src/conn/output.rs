@@ -541,17 +541,20 @@ impl Conn {
         buf.truncate(HEADROOM);
         buf.resize(HEADROOM + hl, 0);
         r.emit_header(&mut buf[HEADROOM..]);
-        if len > 0 {
+        let mut tail: &'static [u8] = &[];
+        if len > 0 && self.lazy_payload {
+            tail = self.snd_ring.copy_out_lazy(off as usize, len as usize, buf);
+        } else if len > 0 {
             self.snd_ring.copy_out(off as usize, len as usize, buf);
         }
         let src = *self.local.ip();
         let dst = *self.remote.ip();
-        wire::fill_checksum(&mut buf[HEADROOM..], src, dst);
+        wire::fill_checksum_tail(&mut buf[HEADROOM..], tail, src, dst);
         self.stats.segs_out += 1;
         if fl & flags::ACK != 0 {
             self.ack.on_ack_sent();
         }
-        Transmit { src, dst, proto: wirelab_wire::ip_proto::TCP, tos: self.tos, dont_frag: true, ..Default::default() }
+        Transmit { src, dst, proto: wirelab_wire::ip_proto::TCP, tos: self.tos, dont_frag: true, tail, ..Default::default() }
     }
 
     /// SYN / SYN-ACK options (`tcp_syn_options()`, `tcp_synack_options()`): a SYN offers
