@@ -90,8 +90,9 @@ pub(crate) struct Node {
     /// The same, sorted: "is this packet for me" per received packet is a binary search
     /// (a router of a 2000-host dumbbell has 2000 interfaces).
     local_sorted: Vec<u32>,
-    /// Transport configuration used when the stack is created.
-    pub stack_cfg: StackConfig,
+    /// Transport configuration used when the stack is created (boxed: read once per host,
+    /// it would otherwise spread the fields every packet touches over 1 kB).
+    pub stack_cfg: Box<StackConfig>,
     /// TCP/SCTP endpoints, created on first use.
     pub stack: Option<Box<HostStack>>,
 }
@@ -224,7 +225,7 @@ impl Sim {
             counters: NodeCounters::default(),
             addrs: Vec::new(),
             local_sorted: Vec::new(),
-            stack_cfg: StackConfig::default(),
+            stack_cfg: Box::default(),
             stack: None,
         });
         (self.nodes.len() - 1) as NodeId
@@ -550,7 +551,7 @@ impl Sim {
 
     /// Sets the transport configuration of node `n` (before its stack is created).
     pub fn set_stack_config(&mut self, n: NodeId, cfg: StackConfig) {
-        self.nodes[n as usize].stack_cfg = cfg;
+        self.nodes[n as usize].stack_cfg = Box::new(cfg);
     }
 
     /// The stack of node `n`, if it was created.
