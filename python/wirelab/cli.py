@@ -35,7 +35,15 @@ def _parser() -> argparse.ArgumentParser:
                    help='Override a scenario key: --set scenario.duration=20s --set link.bn.netem="rate 5mbit".')
     r.add_argument("--progress", action="store_true", help="Show a progress bar even when stderr is not a terminal.")
     r.add_argument("-q", "--quiet", action="store_true", help="Print nothing but errors.")
-    r.set_defaults(fn=lambda a: _wirelab.cli_run(a.scenario, a.out, a.seed, a.set, a.progress, a.quiet))
+    r.add_argument("--max-memory", metavar="SIZE",
+                   help="Stop (exit 3, partial results written) when the process's resident memory reaches "
+                        "this (tc size units, e.g. 8GB; `none`). Default: half of the memory available at the start.")
+    r.add_argument("--max-capture", metavar="SIZE", help="Stop when the capture files reach this size in total (default 4GB; `none`).")
+    r.add_argument("--max-events", type=int, metavar="N", help="Stop after this many simulator events (default: no limit).")
+    r.add_argument("--min-disk-free", metavar="SIZE",
+                   help="Stop when free space on --out's filesystem falls below this while capturing (default 1GB).")
+    r.set_defaults(fn=lambda a: _wirelab.cli_run(a.scenario, a.out, a.seed, a.set, a.progress, a.quiet,
+                                                 a.max_memory, a.max_capture, a.max_events, a.min_disk_free))
 
     v = sub.add_parser("validate", help="Check a scenario without running it.")
     v.add_argument("scenario", help="Scenario TOML file.")

@@ -71,6 +71,16 @@ pub enum AnalyzeError {
         /// What was wrong.
         reason: &'static str,
     },
+    /// The capture contradicts itself (link type vs. frames, captured vs. original
+    /// length).
+    Contradiction {
+        /// The file.
+        path: String,
+        /// Byte offset of the record or block.
+        offset: usize,
+        /// What contradicts what.
+        message: String,
+    },
     /// A command-line value is invalid.
     Arg(String),
 }
@@ -91,6 +101,7 @@ impl fmt::Display for AnalyzeError {
                 write!(f, "{path}: {}", msg.strip_prefix("capture: ").unwrap_or(&msg))
             }
             AnalyzeError::Packet { file, frame, reason } => write!(f, "{file}: packet {frame}: {reason}"),
+            AnalyzeError::Contradiction { path, offset, message } => write!(f, "{path}: byte {offset}: {message}"),
             AnalyzeError::Arg(m) => f.write_str(m),
         }
     }
@@ -145,7 +156,8 @@ pub struct AnalyzeArgs {
     /// Also write the JSON summary here (`-` for stdout).
     #[cfg_attr(feature = "cli", arg(long, value_name = "FILE"))]
     pub json: Option<PathBuf>,
-    /// Fail on the first undecodable frame or a capture cut short, instead of counting.
+    /// Fail on the first undecodable frame, a capture cut short, or a frame that
+    /// contradicts the link type or its original length, instead of counting.
     #[cfg_attr(feature = "cli", arg(long))]
     pub strict: bool,
 }

@@ -74,3 +74,13 @@ fn run_writes_tables_and_reports_missing_files() {
     assert!(e.contains("nope.pcap: not a pcap or pcapng file"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 22: `--interval 1e300s` used to be clamped to 584 years.
+#[test]
+fn out_of_range_interval_is_rejected_with_the_range() {
+    let e = parse(&["cap.pcap", "--interval", "1e300s"]).unwrap().options().unwrap_err().to_string();
+    assert_eq!(e, "--interval 1e300s: `1e300s` is not a time in whole nanoseconds from 0ns to 18446744073.709551615s (about 584 years)");
+    let e = parse(&["cap.pcap", "--interval", "0.5ns"]).unwrap().options().unwrap_err().to_string();
+    assert!(e.contains("whole nanoseconds"), "{e}");
+    assert!(parse(&["cap.pcap", "--interval", "1e3s"]).unwrap().options().is_ok());
+}

@@ -1,12 +1,14 @@
 //! The `wirelab` command line: clap argument parsing over `wirelab-run`, which holds the
 //! pipeline and the commands (the Python binding calls the same functions).
 //!
-//! Exit codes: 0 success, 1 runtime failure (I/O), 2 bad input (scenario or arguments).
+//! Exit codes: 0 success, 1 runtime failure (I/O), 2 bad input (scenario or arguments),
+//! 3 a resource limit was hit (`--max-memory`, `--max-capture`, `--max-events`,
+//! `--min-disk-free`): the results up to that point are written.
 //! A new subcommand is one `Cmd` variant and one arm in [`main_with_args`].
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
-pub use wirelab_run::{bench, output, run_loaded, run_scenario, RunOutcome};
+pub use wirelab_run::{bench, limits, output, run_loaded, run_loaded_with, run_scenario, Limits, RunOutcome};
 
 /// wirelab: a deterministic, wire-accurate packet-level lab for TCP and SCTP research.
 #[derive(Parser, Debug)]
@@ -37,6 +39,21 @@ enum Cmd {
         /// Print nothing but errors.
         #[arg(long, short)]
         quiet: bool,
+        /// Stop (exit 3, partial results written) when the process's resident memory
+        /// reaches this (tc size units, e.g. 8GB; `none`). Default: half of the memory
+        /// available at the start.
+        #[arg(long, value_name = "SIZE")]
+        max_memory: Option<String>,
+        /// Stop when the capture files reach this size in total (default 4GB; `none`).
+        #[arg(long, value_name = "SIZE")]
+        max_capture: Option<String>,
+        /// Stop after this many simulator events (default: no limit).
+        #[arg(long, value_name = "N")]
+        max_events: Option<u64>,
+        /// Stop when free space on --out's filesystem falls below this while capturing
+        /// (default 1GB).
+        #[arg(long, value_name = "SIZE")]
+        min_disk_free: Option<String>,
     },
     /// Check a scenario without running it.
     Validate {
@@ -93,7 +110,15 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         }
     };
     match cli.cmd {
-        Cmd::Run { scenario, out, seed, set, progress, quiet } => wirelab_run::run_command(&scenario, &out, seed, &set, progress, quiet),
+        Cmd::Run { scenario, out, seed, set, progress, quiet, max_memory, max_capture, max_events, min_disk_free } => {
+            match wirelab_run::Limits::default().with_flags(max_memory.as_deref(), max_capture.as_deref(), max_events, min_disk_free.as_deref()) {
+                Ok(l) => wirelab_run::run_command(&scenario, &out, seed, &set, progress, quiet, &l),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    2
+                }
+            }
+        }
         Cmd::Validate { scenario, set } => wirelab_run::validate_command(&scenario, &set),
         Cmd::Analyze(a) => match wirelab_analyze::run(&a) {
             Ok(()) => 0,

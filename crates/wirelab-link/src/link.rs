@@ -835,10 +835,12 @@ mod test {
 
     #[test]
     fn extreme_configuration_does_not_panic() {
+        // the largest times a netem string can hold (1e12s, used here before, is now an
+        // out-of-range error instead of being clamped to these)
         for s in [
-            "delay 1e12s 1e11s jitter-order reorder rate 1bit packetoverhead -100000",
-            "delay 1e12s 1e12s distribution pareto jitter-order fifo rate 1bit cellsize 1 celloverhead -5",
-            "delay 1ns 1e12s distribution paretonormal jitter-order reorder duplicate 100% corrupt 100%",
+            "delay 18446744073s 1e10s jitter-order reorder rate 1bit packetoverhead -100000",
+            "delay 18446744073s 18446744073s distribution pareto jitter-order fifo rate 1bit cellsize 1 celloverhead -5",
+            "delay 1ns 18446744073s distribution paretonormal jitter-order reorder duplicate 100% corrupt 100%",
         ] {
             let mut l = link(s, 1);
             for i in 0..100 {

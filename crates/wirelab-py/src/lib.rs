@@ -60,9 +60,29 @@ fn validate(path: PathBuf, overrides: Vec<String>, text: Option<String>) -> PyRe
 
 /// `wirelab run`.
 #[pyfunction]
-#[pyo3(signature = (scenario, out, seed=None, set=Vec::new(), progress=false, quiet=false))]
-fn cli_run(py: Python<'_>, scenario: PathBuf, out: PathBuf, seed: Option<u64>, set: Vec<String>, progress: bool, quiet: bool) -> i32 {
-    py.detach(move || wirelab_run::run_command(&scenario, &out, seed, &set, progress, quiet))
+#[pyo3(signature = (scenario, out, seed=None, set=Vec::new(), progress=false, quiet=false, max_memory=None, max_capture=None, max_events=None, min_disk_free=None))]
+#[allow(clippy::too_many_arguments)]
+fn cli_run(
+    py: Python<'_>,
+    scenario: PathBuf,
+    out: PathBuf,
+    seed: Option<u64>,
+    set: Vec<String>,
+    progress: bool,
+    quiet: bool,
+    max_memory: Option<String>,
+    max_capture: Option<String>,
+    max_events: Option<u64>,
+    min_disk_free: Option<String>,
+) -> i32 {
+    let limits = match wirelab_run::Limits::default().with_flags(max_memory.as_deref(), max_capture.as_deref(), max_events, min_disk_free.as_deref()) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    py.detach(move || wirelab_run::run_command(&scenario, &out, seed, &set, progress, quiet, &limits))
 }
 
 /// `wirelab validate`.

@@ -182,6 +182,12 @@ fn size_opt(who: &str, opt: &str, v: &str) -> R<u64> {
     let v0 = v.split('/').next().unwrap_or(v);
     parse_size(v0).map_err(|e| bad(who, opt, v, e))
 }
+/// A size that tc stores in a 32-bit field (`get_size()` into an `unsigned int`, which
+/// refuses what does not fit): larger values are errors, never clamped.
+fn size_u32_opt(who: &str, opt: &str, v: &str) -> R<u32> {
+    let x = size_opt(who, opt, v)?;
+    u32::try_from(x).map_err(|_| bad(who, opt, v, "must be at most 4294967295 (tc keeps it in 32 bits)"))
+}
 fn rate_opt(who: &str, opt: &str, v: &str) -> R<u64> {
     let r = parse_rate(v).map_err(|e| bad(who, opt, v, e))?;
     if r < 8 {
@@ -246,7 +252,7 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
             let mut limit = None;
             while let Some(o) = a.next() {
                 match o {
-                    "limit" => limit = Some(size_opt(w, o, a.val(w, o)?)?),
+                    "limit" => limit = Some(size_u32_opt(w, o, a.val(w, o)?)? as u64),
                     _ => return Err(unsupported(w, o)),
                 }
             }
@@ -343,7 +349,7 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
                             }
                         }
                     }
-                    "quantum" => o_.quantum = Some(size_opt(w, o, a.val(w, o)?)?.min(u32::MAX as u64) as u32),
+                    "quantum" => o_.quantum = Some(size_u32_opt(w, o, a.val(w, o)?)?),
                     "divisor" => o_.divisor = Some(u32_opt(w, o, a.val(w, o)?)?),
                     "flows" => o_.flows = Some(u32_opt(w, o, a.val(w, o)?)?),
                     "depth" => o_.depth = Some(u32_opt(w, o, a.val(w, o)?)?),
@@ -470,9 +476,9 @@ fn parse_qdisc_opts(kind: &str, a: &mut Args) -> R<QdiscOpts> {
             while let Some(o) = a.next() {
                 match o {
                     "bandwidth" | "rate" => bw = rate_opt(w, o, a.val(w, o)?)?,
-                    "avpkt" => avpkt = size_opt(w, o, a.val(w, o)?)?.min(u32::MAX as u64) as u32,
-                    "allot" => allot = size_opt(w, o, a.val(w, o)?)?.min(u32::MAX as u64) as u32,
-                    "mpu" => mpu = size_opt(w, o, a.val(w, o)?)?.min(u32::MAX as u64) as u32,
+                    "avpkt" => avpkt = size_u32_opt(w, o, a.val(w, o)?)?,
+                    "allot" => allot = size_u32_opt(w, o, a.val(w, o)?)?,
+                    "mpu" => mpu = size_u32_opt(w, o, a.val(w, o)?)?,
                     "ewma" => ewma = ewma_opt(a.val(w, o)?)?,
                     "cell" => cell = Some(cell_opt(a.val(w, o)?)?),
                     _ => return Err(unsupported(w, o)),
@@ -530,7 +536,7 @@ fn parse_cbq_class_opts(a: &mut Args) -> R<CbqClassOpts> {
     let w = "cbq class";
     let mut o_ = CbqClassOpts::default();
     let u32v = |a: &mut Args, o: &str| -> R<u32> { u32_opt(w, o, a.val(w, o)?) };
-    let sz = |a: &mut Args, o: &str| -> R<u32> { Ok(size_opt(w, o, a.val(w, o)?)?.min(u32::MAX as u64) as u32) };
+    let sz = |a: &mut Args, o: &str| -> R<u32> { size_u32_opt(w, o, a.val(w, o)?) };
     while let Some(o) = a.next() {
         match o {
             "rate" => o_.rate = Some(rate_opt(w, o, a.val(w, o)?)?),

@@ -16,11 +16,13 @@ mod error;
 mod overrides;
 mod schema;
 mod tc;
+mod validate;
 
 pub use build::{capture_path, BuildOptions, Built, PROFILES};
 pub use error::{key_path_at, ScenarioError};
 pub use overrides::apply_overrides;
 pub use schema::*;
+pub use validate::{valid_iface_name, MAX_DURATION};
 
 use std::path::Path;
 

@@ -215,6 +215,10 @@ pub struct AppSpec {
     /// SCTP: bind only the route's source address instead of all interface addresses.
     #[serde(default)]
     pub single_homed: Option<bool>,
+    /// SCTP concurrent multipath transfer for this app's socket, 0…4 as FreeBSD's
+    /// `SCTP_CMT_ON_OFF` / `net.inet.sctp.cmt_on_off` (default: the node's sysctl).
+    #[serde(default)]
+    pub cmt: Option<Spanned<u8>>,
     /// `tcp-thin`: ± uniform jitter on the inter-transmission time (`10ms`).
     #[serde(default)]
     pub jitter: Option<S>,
@@ -239,19 +243,19 @@ pub struct AppSpec {
     pub stop: Option<S>,
 }
 
-/// Accepts a size as a string (`"5mb"`) or an integer byte count (`5000000`).
+/// Accepts a size as a string (`"5mb"`) or an integer byte count (`5000000`); anything
+/// else (a negative count, a float, a boolean) is an error saying what is expected.
 fn size_or_int<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<S>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum V {
-        I(u64),
-        S(String),
-    }
-    let v: Spanned<V> = Spanned::deserialize(d)?;
+    let v: Spanned<toml::Value> = Spanned::deserialize(d)?;
     let span = v.span();
     let s = match v.into_inner() {
-        V::I(i) => i.to_string(),
-        V::S(s) => s,
+        toml::Value::Integer(i) if i >= 0 => i.to_string(),
+        toml::Value::String(s) => s,
+        other => {
+            return Err(serde::de::Error::custom(format!(
+                "expected a size like \"25mb\" or \"500kb\", or a byte count 0..=18446744073709551615, got {other}"
+            )))
+        }
     };
     Ok(Some(Spanned::new(span, s)))
 }
@@ -354,9 +358,9 @@ pub const APP_KINDS: &[(&str, &[&str])] = &[
     ("tcp-echo", &["port", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss"]),
     ("tcp-thin", &["dst", "preset", "size", "interval", "jitter", "itt_dist", "replay", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "tos", "mss"]),
     ("tcp-rr", &["dst", "size", "interval", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "tos", "mss"]),
-    ("sctp-bulk", &["dst", "size", "bytes", "start", "stop", "nodelay", "sndbuf", "rcvbuf", "streams", "unordered", "single_homed"]),
-    ("sctp-sink", &["port", "nodelay", "sndbuf", "rcvbuf"]),
-    ("sctp-echo", &["port", "nodelay", "sndbuf", "rcvbuf"]),
+    ("sctp-bulk", &["dst", "size", "bytes", "start", "stop", "nodelay", "sndbuf", "rcvbuf", "streams", "unordered", "single_homed", "cmt"]),
+    ("sctp-sink", &["port", "nodelay", "sndbuf", "rcvbuf", "cmt"]),
+    ("sctp-echo", &["port", "nodelay", "sndbuf", "rcvbuf", "cmt"]),
 ];
 
 fn span<T>(s: &Spanned<T>) -> core::ops::Range<usize> {
@@ -549,7 +553,7 @@ impl Scenario {
                 return Err(self.error_at(span(c), format!("no node named `{node}`; expected NODE or NODE:IFACE")));
             }
         }
-        Ok(())
+        crate::validate::check(self)
     }
 
     /// Splits `ADDR:PORT` or `NODE:PORT`; a node name stands for its first address.

@@ -33,14 +33,14 @@ pub fn stack_profile(name: &str) -> Result<StackConfig, String> {
 
 /// Applies one sysctl by its Linux name: `net.ipv4.rate_*` (and the rate-control names
 /// `wirelab_ratectl::SYSCTL_NAMES` lists) go to receiver-side rate control, `net.sctp.*`
-/// to SCTP, `net.core.*` to both TCP and SCTP (each engine takes the ones it models, an
+/// and FreeBSD's `net.inet.sctp.cmt_*` to SCTP, `net.core.*` to both TCP and SCTP (each engine takes the ones it models, an
 /// error only if neither does), every other name to TCP.
 pub fn apply_sysctl(stack: &mut StackConfig, key: &str, value: &str) -> Result<(), String> {
     let tcp = stack.tcp.get_or_insert_with(|| TcpConfig::profile("linux-6").expect("linux-6 profile"));
     let sctp = stack.sctp.get_or_insert_with(|| SctpConfig::profile("linux-6").expect("linux-6 profile"));
     if key.starts_with("net.ipv4.rate_") || key.starts_with("/proc/sys/net/ipv4/rate_") || wirelab_ratectl::SYSCTL_NAMES.contains(&key) {
         stack.rate.get_or_insert_with(wirelab_ratectl::RateConfig::default).set_sysctl(key, value)
-    } else if key.starts_with("net.sctp.") {
+    } else if key.starts_with("net.sctp.") || key.starts_with("net.inet.sctp.") {
         sctp.set_sysctl(key, value).map_err(|e| e.to_string())
     } else if key.starts_with("net.core.") {
         let a = tcp.set_sysctl(key, value);
@@ -65,11 +65,6 @@ pub fn sysctl_text(v: &toml::Value) -> Option<String> {
         toml::Value::Array(a) if a.iter().all(|x| x.is_integer()) => Some(a.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" ")),
         _ => None,
     }
-}
-
-/// True if an `ip_forward` value turns forwarding on (`1` or `"1"`).
-pub fn forwarding_on(v: &toml::Value) -> bool {
-    matches!(v, toml::Value::Integer(1)) || v.as_str() == Some("1")
 }
 
 #[cfg(test)]
@@ -103,7 +98,5 @@ mod test {
         assert_eq!(sysctl_text(&v).unwrap(), "4096 131072 6291456");
         assert_eq!(sysctl_text(&toml::Value::Boolean(true)).unwrap(), "1");
         assert!(sysctl_text(&toml::Value::Float(1.5)).is_none());
-        assert!(forwarding_on(&toml::Value::String("1".into())));
-        assert!(!forwarding_on(&toml::Value::Integer(0)));
     }
 }

@@ -201,9 +201,9 @@ fn app_errors_point_at_the_key() {
         let m = error_on(&t, needle);
         assert!(m.contains(want), "`{needle}`: got `{m}`, want `{want}`");
     }
-    // two sinks on one port: reported at the second app's node
-    let t = topo("\n[[app]]\nkind = \"udp-sink\"\nnode = \"b\"\nport = 9\n\n[[app]]\nkind = \"udp-sink\"\nnode = \"b\" # again\nport = 9\n");
-    assert!(error_on(&t, "# again").contains("already bound"));
+    // two sinks on one port: reported at the second app's port (scenario validation)
+    let t = topo("\n[[app]]\nkind = \"udp-sink\"\nnode = \"b\"\nport = 9\n\n[[app]]\nkind = \"udp-sink\"\nnode = \"b\"\nport = 9 # again\n");
+    assert!(error_on(&t, "# again").contains("already taken"));
 }
 
 #[test]

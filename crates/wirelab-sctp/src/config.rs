@@ -86,6 +86,72 @@ pub enum RttFallback {
     RtoInitial,
 }
 
+/// Concurrent multipath transfer (CMT; Iyengar, Amer, Stewart, IEEE/ACM ToN 2006), as
+/// FreeBSD's `net.inet.sctp.cmt_on_off` spells it (`SCTP_CMT_*` in `netinet/sctp.h`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmt {
+    /// 0 `SCTP_CMT_OFF`: new data goes to one path (the active one).
+    Off,
+    /// 1 `SCTP_CMT_BASE`: new data on every path, each within its own cwnd; SFR, CUC,
+    /// (DAC), a retransmission policy.
+    Base,
+    /// 2 `SCTP_CMT_RPV1`: as `Base` with FreeBSD's resource-pooling cwnd rules, version 1
+    /// (increase and decrease in proportion to the path's share of Σ ssthresh).
+    RpV1,
+    /// 3 `SCTP_CMT_RPV2`: resource pooling version 2 (share of Σ cwnd/srtt).
+    RpV2,
+    /// 4 `SCTP_CMT_MPTCP`: MPTCP-like coupled increase (FreeBSD's `mptcp_like_alpha`).
+    Mptcp,
+}
+
+impl Cmt {
+    /// The FreeBSD value 0…4.
+    pub fn from_value(v: u8) -> Option<Cmt> {
+        Some(match v {
+            0 => Cmt::Off,
+            1 => Cmt::Base,
+            2 => Cmt::RpV1,
+            3 => Cmt::RpV2,
+            4 => Cmt::Mptcp,
+            _ => return None,
+        })
+    }
+    /// True for every value but `Off`.
+    pub fn on(self) -> bool {
+        self != Cmt::Off
+    }
+}
+
+/// Where a CMT sender sends retransmissions (ToN 2006 §V; `net.inet.sctp.cmt_rtx_policy`,
+/// wirelab name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RtxPolicy {
+    /// RTX-SAME: to the path the chunk was last sent on.
+    Same,
+    /// RTX-ASAP: to any active path with cwnd space at the time (random among them).
+    Asap,
+    /// RTX-CWND: to the active path with the largest cwnd (random among ties). What
+    /// FreeBSD's code does (`sctp_find_alternate_net(…, 1)`), although its comments say
+    /// RTX-SSTHRESH; the default.
+    Cwnd,
+    /// RTX-SSTHRESH: to the active path with the largest ssthresh (random among ties).
+    Ssthresh,
+}
+
+/// When a CMT path's cwnd may grow on a SACK (`net.inet.sctp.cmt_cuc`, wirelab name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cuc {
+    /// Only when the SACK advances the cumulative TSN ack point (RFC 4960 §7.2.1/§7.2.2 as
+    /// first published; the CMT paper's baseline without CUC).
+    Off,
+    /// Cwnd Update for CMT: also when the path's pseudo-cumack advances (CUCv2: first
+    /// transmissions and retransmissions tracked apart; FreeBSD `new_pseudo_cumack`).
+    On,
+    /// On every SACK that newly acks the path's data (RFC 9260 / errata 3.22, what Linux
+    /// and this engine do without CMT).
+    Any,
+}
+
 /// SCTP endpoint configuration. Field names follow Linux `struct netns_sctp` and the
 /// `net.sctp.*` sysctls; defaults come from [`SctpConfig::profile`].
 #[derive(Clone, Debug, PartialEq)]
@@ -163,6 +229,17 @@ pub struct SctpConfig {
     /// name); `None` = the mode's own: `Faithful` → [`RttFallback::None`] (the patch),
     /// `OverheadCorrected` → [`RttFallback::RtoInitial`]. See [`SctpConfig::rtt_fallback`].
     pub autotune_rtt_fallback: Option<RttFallback>,
+    /// `net.inet.sctp.cmt_on_off` (FreeBSD): concurrent multipath transfer; off by default.
+    /// Per socket: [`crate::SockOpt::CmtOnOff`] (FreeBSD's `SCTP_CMT_ON_OFF`).
+    pub cmt: Cmt,
+    /// `net.inet.sctp.cmt_use_dac` (FreeBSD, default 0): the delayed-ack rules for CMT.
+    pub cmt_use_dac: bool,
+    /// `net.inet.sctp.cmt_sfr` (wirelab, default 1): split fast retransmit; 0 = plain HTNA.
+    pub cmt_sfr: bool,
+    /// `net.inet.sctp.cmt_cuc` (wirelab, default `on`).
+    pub cmt_cuc: Cuc,
+    /// `net.inet.sctp.cmt_rtx_policy` (wirelab, default `cwnd` as FreeBSD).
+    pub cmt_rtx_policy: RtxPolicy,
     /// Path MTU (no PMTU discovery; every path uses this).
     pub pmtu: u32,
     /// Outbound streams requested in INIT (Linux `SCTP_DEFAULT_OUTSTREAMS` 10).
@@ -236,6 +313,11 @@ impl SctpConfig {
             sndbuf_adv_backlog: BacklogDef::Btech2016,
             autotune: Autotune::Off,
             autotune_rtt_fallback: None,
+            cmt: Cmt::Off,
+            cmt_use_dac: false,
+            cmt_sfr: true,
+            cmt_cuc: Cuc::On,
+            cmt_rtx_policy: RtxPolicy::Cwnd,
             pmtu: 1500,
             out_streams: 10,
             max_in_streams: 65535,
@@ -322,9 +404,12 @@ impl SctpConfig {
             Ok(out)
         };
         const TMAX: u64 = 86_400_000;
+        if let Some(name) = key.strip_prefix("net.inet.sctp.") {
+            return self.set_freebsd_sysctl(key, name, v);
+        }
         let name = key.strip_prefix("net.sctp.").or_else(|| key.strip_prefix("net.core.").map(|k| if k.ends_with("mem_default") || k.ends_with("mem_max") { k } else { "" }));
         let Some(name) = name else {
-            return Err(err(key, "not an SCTP sysctl (expected net.sctp.* or net.core.[rw]mem_{default,max})"));
+            return Err(err(key, "not an SCTP sysctl (expected net.sctp.*, net.inet.sctp.cmt_* or net.core.[rw]mem_{default,max})"));
         };
         match name {
             "rto_initial" => self.rto_initial = ms(1, TMAX)?,
@@ -390,6 +475,42 @@ impl SctpConfig {
         }
         if self.rto_min > self.rto_max {
             return Err(err(key, "rto_min must not exceed rto_max"));
+        }
+        Ok(())
+    }
+
+    /// FreeBSD's `net.inet.sctp.*` names: the CMT family only.
+    fn set_freebsd_sysctl(&mut self, key: &str, name: &str, v: &str) -> Result<(), ConfigError> {
+        let flag = || match v {
+            "0" => Ok(false),
+            "1" => Ok(true),
+            _ => Err(err(key, format!("`{v}` is not 0 or 1"))),
+        };
+        match name {
+            "cmt_on_off" => {
+                let n: u8 = v.parse().map_err(|_| err(key, format!("`{v}` is not an integer")))?;
+                self.cmt = Cmt::from_value(n).ok_or_else(|| err(key, format!("{n} is out of range 0..=4 (0 off, 1 base, 2 RPv1, 3 RPv2, 4 MPTCP-like)")))?;
+            }
+            "cmt_use_dac" => self.cmt_use_dac = flag()?,
+            "cmt_sfr" => self.cmt_sfr = flag()?,
+            "cmt_cuc" => {
+                self.cmt_cuc = match v {
+                    "0" | "off" => Cuc::Off,
+                    "1" | "on" => Cuc::On,
+                    "2" | "any" | "rfc9260" => Cuc::Any,
+                    _ => return Err(err(key, format!("`{v}` is not off, on or any (0, 1, 2)"))),
+                }
+            }
+            "cmt_rtx_policy" => {
+                self.cmt_rtx_policy = match v {
+                    "same" => RtxPolicy::Same,
+                    "asap" => RtxPolicy::Asap,
+                    "cwnd" => RtxPolicy::Cwnd,
+                    "ssthresh" => RtxPolicy::Ssthresh,
+                    _ => return Err(err(key, format!("`{v}` is not same, asap, cwnd or ssthresh"))),
+                }
+            }
+            _ => return Err(err(key, "unknown sysctl; the net.inet.sctp.* names wirelab knows are cmt_on_off, cmt_use_dac, cmt_sfr, cmt_cuc and cmt_rtx_policy")),
         }
         Ok(())
     }
@@ -476,6 +597,23 @@ mod test {
         assert!(c.set_sysctl("net.core.somaxconn", "1").is_err());
         assert!(c.set_sysctl("net.sctp.rto_min", "70000").is_err()); // > rto_max
         assert_eq!(c.rto_min, Duration::from_millis(200), "rejected values change nothing");
+    }
+
+    #[test]
+    fn cmt_sysctls_in_freebsd_spelling() {
+        let mut c = SctpConfig::default();
+        assert_eq!(c.cmt, Cmt::Off);
+        c.set_sysctl("net.inet.sctp.cmt_on_off", "1").unwrap();
+        c.set_sysctl("net.inet.sctp.cmt_use_dac", "1").unwrap();
+        c.set_sysctl("net.inet.sctp.cmt_rtx_policy", "ssthresh").unwrap();
+        c.set_sysctl("net.inet.sctp.cmt_cuc", "off").unwrap();
+        c.set_sysctl("net.inet.sctp.cmt_sfr", "0").unwrap();
+        assert_eq!((c.cmt, c.cmt_use_dac, c.cmt_rtx_policy, c.cmt_cuc, c.cmt_sfr), (Cmt::Base, true, RtxPolicy::Ssthresh, Cuc::Off, false));
+        let e = c.set_sysctl("net.inet.sctp.cmt_on_off", "5").unwrap_err();
+        assert!(e.msg.contains("0..=4"), "{e}");
+        assert!(c.set_sysctl("net.inet.sctp.cmt_rtx_policy", "lossrate").unwrap_err().msg.contains("same, asap"));
+        assert!(c.set_sysctl("net.inet.sctp.blackhole", "1").unwrap_err().msg.contains("cmt_on_off"));
+        assert_eq!(c.cmt, Cmt::Base, "rejected values change nothing");
     }
 
     #[test]

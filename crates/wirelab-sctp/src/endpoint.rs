@@ -318,8 +318,12 @@ impl SctpEndpoint {
                 st.rcvbuf_locked = true;
             }
             SockOpt::MaxBurst(n) => st.max_burst = n,
+            SockOpt::CmtOnOff(v) => st.cmt = crate::Cmt::from_value(v).unwrap_or(st.cmt),
             SockOpt::Primary(_) => {}
         };
+        if matches!(opt, SockOpt::CmtOnOff(v) if crate::Cmt::from_value(v).is_none()) {
+            return Err(SockError::Invalid);
+        }
         match self.slots.get_mut(s.0 as usize) {
             Some(Slot::Listener(l)) => {
                 if matches!(opt, SockOpt::Primary(_)) {

@@ -64,7 +64,7 @@ mod engine;
 mod types;
 pub mod wire;
 
-pub use config::{Autotune, BacklogDef, ConfigError, RttFallback, SctpConfig, SndbufAdv, TruesizeModel};
+pub use config::{Autotune, BacklogDef, Cmt, ConfigError, Cuc, RtxPolicy, RttFallback, SctpConfig, SndbufAdv, TruesizeModel};
 pub use endpoint::SctpEndpoint;
 pub use types::*;
 

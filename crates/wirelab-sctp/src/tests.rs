@@ -39,6 +39,8 @@ struct Sink {
     eof: bool,
     reading: bool,
     bad: Option<String>,
+    /// Echo every message back (a request/response server).
+    echo: bool,
 }
 
 struct Wire {
@@ -72,6 +74,10 @@ struct Net {
     latency: Duration,
     /// Bottleneck rate per (sender host, subnet), bits/s; 0 = unlimited.
     rate: u64,
+    /// Per-subnet (third address octet & 3) overrides of `latency` and `rate`, to give
+    /// the paths of a multihomed pair different delays and rates.
+    sub_latency: [Option<Duration>; 4],
+    sub_rate: [Option<u64>; 4],
     /// Drop-tail limit of the bottleneck queue, as queueing delay.
     qlimit: Duration,
     busy: [[Instant; 4]; 2],
@@ -90,6 +96,8 @@ struct Net {
     data_pkts: u64,
     qdrops: u64,
     drop_nth: Vec<u64>,
+    /// Drop the first DATA packet host 0 sends on this subnet.
+    drop_first_on: Option<u8>,
     dup_nth: Vec<u64>,
     listener: Option<SocketId>,
 }
@@ -101,6 +109,8 @@ impl Net {
             h: [SctpEndpoint::new(c0, Rng::stream(7, "h0")), SctpEndpoint::new(c1, Rng::stream(7, "h1"))],
             latency: Duration::from_millis(10),
             rate: 0,
+            sub_latency: [None; 4],
+            sub_rate: [None; 4],
             qlimit: Duration::from_millis(100),
             busy: [[Instant::ZERO; 4]; 2],
             loss: 0.0,
@@ -116,6 +126,7 @@ impl Net {
             data_pkts: 0,
             qdrops: 0,
             drop_nth: Vec::new(),
+            drop_first_on: None,
             dup_nth: Vec::new(),
             listener: None,
         }
@@ -153,6 +164,10 @@ impl Net {
                     if self.drop_nth.contains(&self.data_pkts) {
                         continue;
                     }
+                    if self.drop_first_on == Some(t.dst.octets()[2]) {
+                        self.drop_first_on = None;
+                        continue;
+                    }
                     dup = self.dup_nth.contains(&self.data_pkts);
                 }
                 let down = self.down.contains(&t.src.octets()[2]) || self.down.contains(&t.dst.octets()[2]);
@@ -163,17 +178,19 @@ impl Net {
                     self.seq += 1;
                     self.wire.push(Reverse(Wire { at: self.now + self.latency + Duration::from_millis(1), seq: self.seq, to: 1 - h, src: t.src, dst: t.dst, bytes: bytes.clone() }));
                 }
-                let mut at = self.now + self.latency;
-                if self.rate > 0 {
-                    let sub = (t.src.octets()[2] & 3) as usize;
+                let sub = (t.src.octets()[2] & 3) as usize;
+                let latency = self.sub_latency[sub].unwrap_or(self.latency);
+                let rate = self.sub_rate[sub].unwrap_or(self.rate);
+                let mut at = self.now + latency;
+                if rate > 0 {
                     let b = &mut self.busy[h][sub];
                     let start = (*b).max(self.now);
                     if start.saturating_since(self.now) > self.qlimit {
                         self.qdrops += 1;
                         continue; // drop-tail
                     }
-                    *b = start + Duration::transmit_time(bytes.len() as u64 + 20 + 14, self.rate);
-                    at = *b + self.latency;
+                    *b = start + Duration::transmit_time(bytes.len() as u64 + 20 + 14, rate);
+                    at = *b + latency;
                 }
                 self.seq += 1;
                 self.wire.push(Reverse(Wire { at, seq: self.seq, to: 1 - h, src: t.src, dst: t.dst, bytes }));
@@ -251,6 +268,9 @@ impl Net {
                         }
                         self.sink.got[st] += r.len as u64;
                         self.sink.total += r.len as u64;
+                        if self.sink.echo {
+                            let _ = self.h[1].send(now, s, r.stream, &buf[..r.len], false);
+                        }
                         if r.end_of_message {
                             self.sink.msgs += 1;
                         }
@@ -1452,3 +1472,5 @@ fn adaptation_layer_indication_is_not_reported_as_unrecognized() {
     }
     assert_eq!(acks, [false, true], "0xC006 known, 0xC00F reported");
 }
+
+mod cmt;

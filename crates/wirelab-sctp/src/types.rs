@@ -59,6 +59,11 @@ pub enum SockOpt {
     Primary(Ipv4Addr),
     /// `SCTP_MAXBURST` for this association.
     MaxBurst(u32),
+    /// FreeBSD's `SCTP_CMT_ON_OFF`: concurrent multipath transfer for this socket's
+    /// associations, 0…4 as `net.inet.sctp.cmt_on_off` ([`crate::Cmt`]); other values are
+    /// `Invalid`. (FreeBSD refuses the option unless the sysctl is non-zero; wirelab
+    /// accepts it either way.)
+    CmtOnOff(u8),
 }
 
 /// What [`crate::SctpEndpoint::recv`] read.
@@ -129,6 +134,14 @@ pub struct PathInfo {
     pub partial_bytes_acked: u32,
     /// True for the primary path.
     pub primary: bool,
+    /// User bytes sent as DATA on this path, retransmissions included.
+    pub bytes_sent: u64,
+    /// User bytes acknowledged (cumulatively or by gap blocks) while in flight on this path.
+    pub bytes_acked: u64,
+    /// DATA chunks retransmitted on this path.
+    pub retransmits: u64,
+    /// In fast recovery of its own (CMT's per-destination fast recovery).
+    pub fast_recovery: bool,
 }
 
 /// Association snapshot for results and tests.
@@ -193,4 +206,18 @@ pub struct AssocStats {
     pub dup_tsns: u64,
     /// Heartbeats sent.
     pub heartbeats_sent: u64,
+    /// CMT split fast retransmit: miss indications HTNA alone would have counted but SFR
+    /// withheld (no newer TSN to the chunk's path was acked).
+    pub sfr_withheld_misses: u64,
+    /// CMT cwnd updates allowed only by a new pseudo-cumack (CUC; the cumulative TSN did
+    /// not move).
+    pub cuc_cwnd_updates: u64,
+    /// Extra miss indications added by CMT's delayed-ack algorithm (DAC).
+    pub dac_extra_misses: u64,
+    /// Gap-acked chunks a later SACK no longer covered, put back in flight (reneging, or
+    /// with CMT an older SACK overtaken on a faster return path: FreeBSD's "revoked").
+    pub reneged_chunks: u64,
+    /// Out-of-order TSNs this receiver dropped to make room for the next one (Linux
+    /// `sctp_ulpq_renege()`).
+    pub reneged_tsns: u64,
 }

@@ -717,6 +717,10 @@ pub struct GapBlock {
 /// A SACK chunk.
 #[derive(Clone, Copy, Debug)]
 pub struct SackRepr<'a> {
+    /// Chunk flags. RFC 9260 reserves them (0); CMT's delayed-ack algorithm (DAC) puts the
+    /// number of DATA packets received since the last SACK in bits 6–7 (FreeBSD
+    /// `SCTP_SACK_CMT_DAC` = 0x80: two or more).
+    pub flags: u8,
     /// Cumulative TSN ack.
     pub cum_tsn: Tsn,
     /// Advertised receiver window credit.
@@ -768,7 +772,8 @@ impl<'a> SackRepr<'a> {
 
 impl PartialEq for SackRepr<'_> {
     fn eq(&self, o: &Self) -> bool {
-        self.cum_tsn == o.cum_tsn
+        self.flags == o.flags
+            && self.cum_tsn == o.cum_tsn
             && self.a_rwnd == o.a_rwnd
             && self.gap_blocks().eq(o.gap_blocks())
             && self.dup_tsns().eq(o.dup_tsns())
@@ -925,6 +930,7 @@ impl<'a> ChunkRepr<'a> {
                     return Err(WireError::Malformed);
                 }
                 ChunkRepr::Sack(SackRepr {
+                    flags,
                     cum_tsn: Tsn(be32(v, 0)),
                     a_rwnd: be32(v, 4),
                     gaps: List::Raw(&v[12..12 + 4 * ng]),
@@ -987,6 +993,7 @@ impl<'a> ChunkRepr<'a> {
             ChunkRepr::Data(d) => d.flags,
             ChunkRepr::Abort { t_bit, .. } | ChunkRepr::ShutdownComplete { t_bit } => *t_bit as u8,
             ChunkRepr::SndbufAdv { flags, .. } | ChunkRepr::Unknown { flags, .. } => *flags,
+            ChunkRepr::Sack(s) => s.flags,
             _ => 0,
         }
     }
@@ -1191,9 +1198,10 @@ mod test {
     fn sack_gaps_and_dups() {
         let gaps = [GapBlock { start: 2, end: 3 }, GapBlock { start: 6, end: 6 }];
         let dups = [Tsn(7), Tsn(9)];
-        let s = ChunkRepr::Sack(SackRepr { cum_tsn: Tsn(100), a_rwnd: 5000, gaps: List::Items(&gaps), dups: List::Items(&dups) });
+        let s = ChunkRepr::Sack(SackRepr { flags: 0x80, cum_tsn: Tsn(100), a_rwnd: 5000, gaps: List::Items(&gaps), dups: List::Items(&dups) });
         let b = roundtrip(&s);
         assert_eq!(b.len(), 16 + 8 + 8);
+        assert_eq!(b[1], 0x80, "the DAC flag travels in the chunk flags");
         assert_eq!(&b[12..16], &[0, 2, 0, 2]);
         // count fields larger than the chunk → truncated
         let mut bad = b.clone();
@@ -1334,7 +1342,7 @@ mod test {
         for r in [
             ChunkRepr::SndbufAdv { flags: 3, value: None },
             ChunkRepr::InitAck(InitRepr { init_tag: 9, a_rwnd: 1, os: 1, mis: 1, initial_tsn: Tsn(1), params: &pb[..at] }),
-            ChunkRepr::Sack(SackRepr { cum_tsn: Tsn(4), a_rwnd: 9, gaps: List::Items(&gaps), dups: List::Items(&[Tsn(2)]) }),
+            ChunkRepr::Sack(SackRepr { flags: 0, cum_tsn: Tsn(4), a_rwnd: 9, gaps: List::Items(&gaps), dups: List::Items(&[Tsn(2)]) }),
             ChunkRepr::Data(DataRepr { flags: 3, tsn: Tsn(1), stream: 0, ssn: 0, ppid: 0, payload: b"abcdefg" }),
         ] {
             let mut c = vec![0u8; r.buffer_len()];

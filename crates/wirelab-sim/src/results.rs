@@ -92,8 +92,12 @@ pub struct RunResults {
     pub events: u64,
     /// Packets created.
     pub packets: u64,
-    /// Hash of every delivery and drop.
+    /// Hash of every packet's bytes, every delivery and every drop.
     pub fingerprint: String,
+    /// Set when a resource guard stopped the run early: what was hit (the results cover
+    /// the run up to `sim_seconds`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_by_limit: Option<String>,
     /// Per-application totals.
     pub flows: Vec<FlowSummary>,
     /// Per-queue totals.
@@ -191,6 +195,7 @@ impl Sim {
             events: self.counters.events,
             packets: self.counters.packets,
             fingerprint: format!("{:016x}", self.rec.fingerprint()),
+            stopped_by_limit: self.stopped.clone(),
             flows,
             queues,
             links,

@@ -159,7 +159,15 @@ pub struct Sim {
     ev_scratch: Vec<(u32, AppInput)>,
     /// A datagram with a by-reference tail, made whole for a capture or a receiving stack.
     whole: Vec<u8>,
+    /// Resource guard called every `mask + 1` events (see [`Sim::set_watch`]).
+    watch: Option<(u64, Watch)>,
+    /// Why the run stopped early, if a watch stopped it.
+    pub(crate) stopped: Option<String>,
 }
+
+/// A check the run loop calls every few thousand events with (now, events so far);
+/// returning a reason stops the run there (resource guards: memory, capture bytes, disk).
+pub type Watch = Box<dyn FnMut(Instant, u64) -> Option<String> + Send>;
 
 /// Packet buffers kept for reuse.
 const POOL_MAX: usize = 8192;
@@ -197,7 +205,22 @@ impl Sim {
             pool: Vec::new(),
             ev_scratch: Vec::new(),
             whole: Vec::new(),
+            watch: None,
+            stopped: None,
         }
+    }
+
+    /// Calls `w(now, events)` every `every` events (rounded up to a power of two) during
+    /// [`run`](Self::run); when it returns a reason, the run stops at that event (time does
+    /// not advance to `until`) and [`stopped`](Self::stopped) and the results carry the
+    /// reason. The recorded results up to there are intact.
+    pub fn set_watch(&mut self, every: u64, w: Watch) {
+        self.watch = Some((every.max(1).next_power_of_two() - 1, w));
+    }
+
+    /// Why the run stopped before `until`, if a watch stopped it.
+    pub fn stopped(&self) -> Option<&str> {
+        self.stopped.as_deref()
     }
 
     /// The run seed.
@@ -503,8 +526,16 @@ impl Sim {
                 progress(self.now);
                 next_progress = self.now + progress_every;
             }
+            if let Some((mask, w)) = &mut self.watch {
+                if self.counters.events & *mask == 0 {
+                    if let Some(why) = w(self.now, self.counters.events) {
+                        self.stopped = Some(why);
+                        break;
+                    }
+                }
+            }
         }
-        if self.now < until {
+        if self.now < until && self.stopped.is_none() {
             self.now = until;
         }
         self.sample();
@@ -744,8 +775,7 @@ impl Sim {
             dont_frag: t.dont_frag,
         };
         ip.emit(&mut buf);
-        let mut pkt = self.new_pkt(buf);
-        pkt.tail = t.tail;
+        let mut pkt = self.new_pkt(buf, t.tail);
         // scheduling metadata for qdiscs such as fq (skb->sk, skb->tstamp, sk_pacing_rate)
         pkt.meta.sk = if t.sk != 0 { t.sk } else { socket_key(&t, &pkt.data[HEADROOM..]) };
         pkt.meta.txtime = t.txtime;
@@ -753,8 +783,12 @@ impl Sim {
         self.enqueue(n, hop.iface, pkt);
     }
 
-    fn new_pkt(&mut self, data: Vec<u8>) -> Pkt {
+    fn new_pkt(&mut self, data: Vec<u8>, tail: &'static [u8]) -> Pkt {
         let mut p = Pkt::new(data);
+        p.tail = tail;
+        // the fingerprint covers the whole datagram, by-reference tail included
+        let bytes = whole(&mut self.whole, &p);
+        self.rec.packet_bytes_hash(bytes);
         p.meta.id = self.next_pkt_id;
         p.meta.created = self.now;
         self.next_pkt_id += 1;
@@ -785,7 +819,7 @@ impl Sim {
         write_probe_header(&mut buf[28..], seq, self.now);
         UdpRepr { src_port: sport, dst_port: dst.port(), payload_len: payload }.emit(&mut buf[20..], src, *dst.ip());
         ip.emit(&mut buf);
-        let pkt = self.new_pkt(buf);
+        let pkt = self.new_pkt(buf, &[]);
         self.enqueue(n, hop.iface, pkt);
         true
     }

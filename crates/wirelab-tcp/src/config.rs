@@ -229,11 +229,12 @@ impl Default for TcpConfig {
     }
 }
 
+/// A boolean TCP sysctl as Linux 6 reads it: `proc_dou8vec_minmax` without bounds takes
+/// 0..=255 and the stack tests `!= 0` (`tcp_sack = 2` is on). Anything else is an error.
 fn parse_bool(key: &str, v: &str) -> Result<bool, ConfigError> {
-    match v.trim() {
-        "0" => Ok(false),
-        "1" => Ok(true),
-        other => Err(ConfigError::new(format!("{key}: expected 0 or 1, got `{other}`"))),
+    match v.trim().parse::<u8>() {
+        Ok(x) => Ok(x != 0),
+        Err(_) => Err(ConfigError::new(format!("{key}: expected an integer in 0..=255 (0 = off, any other value = on, as Linux's proc_dou8vec_minmax), got `{}`", v.trim()))),
     }
 }
 fn parse_u32(key: &str, v: &str) -> Result<u32, ConfigError> {
@@ -564,6 +565,11 @@ mod test {
         assert!(e.to_string().contains("net.ipv4.tcp_bogus"));
         assert!(c.set_sysctl("net.ipv4.tcp_rmem", "1 2").is_err());
         assert!(c.set_sysctl("net.ipv4.tcp_sack", "yes").is_err());
+        // issue 22: non-zero is on, as in Linux; out of the u8 range is an error
+        c.set_sysctl("net.ipv4.tcp_sack", "2").unwrap();
+        assert!(c.tcp_sack);
+        let e = c.set_sysctl("net.ipv4.tcp_sack", "256").unwrap_err().to_string();
+        assert!(e.contains("expected an integer in 0..=255 (0 = off, any other value = on"), "{e}");
         assert!(c.set_sysctl("net.ipv4.tcp_congestion_control", "bbr").is_err());
     }
 

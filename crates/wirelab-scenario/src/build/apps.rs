@@ -295,6 +295,12 @@ impl Scenario {
         if let Some(v) = &a.rcvbuf {
             o.push(SockOpt::RcvBuf(self.size_u32(v)?));
         }
+        if let Some(v) = &a.cmt {
+            if wirelab_sctp::Cmt::from_value(*v.get_ref()).is_none() {
+                return Err(self.error_at(v.span(), format!("cmt = {} is out of range 0..=4 (0 off, 1 CMT, 2 RPv1, 3 RPv2, 4 MPTCP-like)", v.get_ref())));
+            }
+            o.push(SockOpt::CmtOnOff(*v.get_ref()));
+        }
         Ok(o)
     }
 

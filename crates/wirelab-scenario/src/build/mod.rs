@@ -73,7 +73,7 @@ impl Scenario {
         for n in &d.nodes {
             let stack = self.node_stack(n)?;
             let router = n.kind.as_ref().is_some_and(|k| k.get_ref() == "router");
-            let fwd = n.sysctl.get(crate::sysctl::IP_FORWARD).map(|v| crate::sysctl::forwarding_on(v.get_ref()));
+            let fwd = crate::validate::ip_forward(self, n)?;
             let id = sim.add_node(n.name.get_ref(), fwd.unwrap_or(router));
             sim.set_stack_config(id, stack);
         }

@@ -2,6 +2,7 @@
 //! and T1-cookie timers, and the stale-cookie retry (Linux `sm_statefuns.c`
 //! `sctp_sf_do_5_1*`, `sctp_sf_cookie_wait_*`, `sctp_sf_do_5_2_6_stale`).
 use super::autotune::initial_ssthresh;
+use super::cmt::Pool;
 use super::output::Ctrl;
 use super::{be32, nonzero, pick_local, Assoc, Path, SockSettings, MAX_ADDRS};
 use crate::config::SctpConfig;
@@ -116,6 +117,10 @@ impl Assoc {
             p.arm_hb(now, cfg, rng);
         }
         self.adv.on_established(now, cfg);
+        let n = self.paths.len();
+        for p in &mut self.paths {
+            p.cwnd = Pool::initial_cwnd(self.sock.cmt, p.cwnd, n, cfg.pmtu);
+        }
         self.update_active();
     }
 

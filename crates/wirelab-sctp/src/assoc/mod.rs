@@ -18,9 +18,10 @@
 //! | `output` | packet assembly: control, SACK, DATA (`sctp_outq_flush`) | `Ctrl` queue |
 //! | `receiver` | TSN map, reassembly, delivery, SACK generation (`tsnmap.c`, `ulpqueue.c`) | `Receiver` |
 //! | `shutdown` | SHUTDOWN/ABORT, T2 (§9) | `Shutdown` |
+//! | `cmt` | concurrent multipath transfer: scheduling, RTX policies, SFR/DAC, CMT/RP | (paths) |
 //! | `autotune` | seed system 2's buffer autotuning | `RcvSpace` |
 //! | `sndbuf_adv` | seed system 1's chunk 0x96 | `SndbufAdvState` |
-use crate::config::{Autotune, SctpConfig, SndbufAdv};
+use crate::config::{Autotune, Cmt, SctpConfig, SndbufAdv};
 use crate::types::*;
 use crate::wire::*;
 use std::collections::VecDeque;
@@ -28,6 +29,7 @@ use std::net::Ipv4Addr;
 use wirelab_core::{Instant, Rng, SockEvent};
 
 mod autotune;
+mod cmt;
 mod handshake;
 mod outqueue;
 mod output;
@@ -63,6 +65,8 @@ pub(crate) struct SockSettings {
     pub sndbuf_locked: bool,
     pub rcvbuf_locked: bool,
     pub max_burst: u32,
+    /// CMT mode (`net.inet.sctp.cmt_on_off`, `SCTP_CMT_ON_OFF`).
+    pub cmt: Cmt,
 }
 
 impl SockSettings {
@@ -77,6 +81,7 @@ impl SockSettings {
             sndbuf_locked: false,
             rcvbuf_locked: false,
             max_burst: cfg.max_burst,
+            cmt: cfg.cmt,
         }
     }
 }
@@ -110,8 +115,10 @@ pub(crate) struct Assoc {
     out: OutQueue,
     /// Peer's receive window as tracked by the sender (`asoc->peer.rwnd`).
     pub peer_rwnd: u32,
-    /// Fast recovery exit point (§7.2.4 item 4).
+    /// Fast recovery exit point (§7.2.4 item 4); with CMT each path has its own.
     fast_recovery: Option<Tsn>,
+    /// Path the previous CMT output pass started at.
+    cmt_last_start: Option<usize>,
     adv: SndbufAdvState,
     rx: Receiver,
     tune: RcvSpace,
@@ -184,6 +191,7 @@ impl Assoc {
             out: OutQueue::new(my_itsn, cfg.out_streams),
             peer_rwnd: 65535,
             fast_recovery: None,
+            cmt_last_start: None,
             adv: SndbufAdvState::default(),
             rx: Receiver::new(sock.rcvbuf),
             tune: RcvSpace::default(),
@@ -307,10 +315,11 @@ impl Assoc {
             ChunkRepr::Data(d) => {
                 if matches!(self.state, AssocState::Established | AssocState::ShutdownPending | AssocState::ShutdownSent) {
                     *had_data = true;
-                    self.on_data(&d, from, cfg);
+                    let dac = self.dac_on(cfg);
+                    self.on_data(&d, from, cfg, dac);
                 }
             }
-            ChunkRepr::Sack(s) => self.on_sack(now, cfg, &s),
+            ChunkRepr::Sack(s) => self.on_sack(now, cfg, rng, &s),
             ChunkRepr::InitAck(i) => self.on_init_ack(now, cfg, &i, from),
             ChunkRepr::Init(_) => {
                 // INIT on an existing association (restart/collision, §5.2): not
@@ -329,7 +338,7 @@ impl Assoc {
                 self.on_abort();
                 return Next::Drop;
             }
-            ChunkRepr::Shutdown { cum_tsn } => self.on_shutdown(now, cfg, cum_tsn),
+            ChunkRepr::Shutdown { cum_tsn } => self.on_shutdown(now, cfg, rng, cum_tsn),
             ChunkRepr::ShutdownAck => self.on_shutdown_ack(from),
             ChunkRepr::ShutdownComplete { .. } => self.on_shutdown_complete(),
             ChunkRepr::Error { causes } => {

@@ -34,23 +34,31 @@ impl Assoc {
         for p in &mut self.paths {
             p.burst_cap = if mb == 0 { u32::MAX } else { p.flight.saturating_add(mb * cfg.pmtu) };
         }
+        self.cmt_begin_pass();
     }
 
     fn data_allowed(&self) -> bool {
         matches!(self.state, AssocState::Established | AssocState::ShutdownPending | AssocState::ShutdownReceived)
     }
 
-    fn can_send_new(&self, cfg: &SctpConfig) -> bool {
-        self.can_send_new_in(cfg, true)
+    /// The path new data goes to next, if any may go now: the active path, or with CMT
+    /// the first path of this pass's round robin with room in its cwnd (FreeBSD
+    /// `sctp_med_chunk_output()` serves each destination up to its cwnd in turn).
+    fn new_data_path(&self, cfg: &SctpConfig) -> Option<usize> {
+        if !self.sock.cmt.on() {
+            return self.can_send_new_on(cfg, self.active, true).then_some(self.active);
+        }
+        self.cmt_order().find(|&i| self.data_path_ok(i) && self.can_send_new_on(cfg, i, true))
     }
 
-    /// RFC 9260 §6.1 rules A/B, Max.Burst, and Nagle (which only holds back the first DATA
-    /// of a packet, as Linux's `sctp_packet_can_append_data()` checks `sctp_packet_empty`).
-    fn can_send_new_in(&self, cfg: &SctpConfig, packet_empty: bool) -> bool {
+    /// RFC 9260 §6.1 rules A/B on `path`, Max.Burst, and Nagle (which only holds back the
+    /// first DATA of a packet, as Linux's `sctp_packet_can_append_data()` checks
+    /// `sctp_packet_empty`).
+    fn can_send_new_on(&self, cfg: &SctpConfig, path: usize, packet_empty: bool) -> bool {
         if !self.data_allowed() || self.out.first_unsent >= self.out.q.len() {
             return false;
         }
-        let p = &self.paths[self.active];
+        let p = &self.paths[path];
         let c = &self.out.q[self.out.first_unsent];
         if p.flight >= p.cwnd.min(p.burst_cap) {
             return false;
@@ -89,7 +97,7 @@ impl Assoc {
 
     /// Whether the endpoint should keep polling this association.
     pub fn has_output(&self, cfg: &SctpConfig) -> bool {
-        !self.ctrl.is_empty() || (self.rx.sack_now && self.state != AssocState::Closed) || self.rtx_ready_path().is_some() || (!self.paths.is_empty() && self.can_send_new(cfg))
+        !self.ctrl.is_empty() || (self.rx.sack_now && self.state != AssocState::Closed) || self.rtx_ready_path().is_some() || (!self.paths.is_empty() && self.new_data_path(cfg).is_some())
     }
 
     /// Builds one packet into `buf` (after the headroom already in it).
@@ -97,18 +105,20 @@ impl Assoc {
         if self.paths.is_empty() {
             return None;
         }
-        // choose the destination
-        let sack_due = self.rx.sack_now && !matches!(self.state, AssocState::CookieWait | AssocState::CookieEchoed | AssocState::Closed);
+        // choose the destination. With CMT a delayed SACK goes out as soon as anything is
+        // sent, to the path data came from, as FreeBSD's sctp_chunk_output() "piggy-backs"
+        // it; Linux bundles it only into DATA to that same path, which CMT's round robin
+        // rarely is (the peer's Nagle then waits out the delayed-ack timer).
+        let piggyback = self.sock.cmt.on() && cfg.bundle_sack && self.rx.sack_timer.is_some() && (self.rtx_ready_path().is_some() || self.new_data_path(cfg).is_some());
+        let sack_due = (self.rx.sack_now || piggyback) && !matches!(self.state, AssocState::CookieWait | AssocState::CookieEchoed | AssocState::Closed);
         let path = if let Some((p, _)) = self.ctrl.front() {
             *p as usize
         } else if sack_due {
             self.rx.data_from
         } else if let Some(p) = self.rtx_ready_path() {
             p
-        } else if self.can_send_new(cfg) {
-            self.active
         } else {
-            return None;
+            self.new_data_path(cfg)?
         };
         let path = path.min(self.paths.len() - 1);
         let start = buf.len();
@@ -123,9 +133,9 @@ impl Assoc {
 
         if !only_init && self.state != AssocState::Closed {
             // 2. SACK: due, or bundled with DATA going to the address data came from.
-            let will_data = path == self.rx.data_from && (self.rtx_ready_path() == Some(path) || (path == self.active && self.can_send_new(cfg)));
+            let will_data = path == self.rx.data_from && (self.rtx_ready_path() == Some(path) || (self.data_path_ok(path) && self.can_send_new_on(cfg, path, true)));
             let bundle = self.rx.sack_timer.is_some() && cfg.bundle_sack && will_data;
-            if (sack_due || bundle) && !matches!(self.state, AssocState::CookieWait | AssocState::CookieEchoed) && self.rx.emit_sack(self.sock.rcvbuf, out, &mut at) {
+            if (sack_due || bundle) && !matches!(self.state, AssocState::CookieWait | AssocState::CookieEchoed) && self.rx.emit_sack(self.sock.rcvbuf, self.sock.cmt.on(), self.dac_on(cfg), out, &mut at) {
                 self.stats.sacks_sent += 1;
                 self.rx.sack_sent(self.sock.rcvbuf);
             }
@@ -239,8 +249,8 @@ impl Assoc {
             }
         }
         // new data
-        if path == self.active {
-            while self.can_send_new_in(cfg, !any) {
+        if self.data_path_ok(path) {
+            while self.can_send_new_on(cfg, path, !any) {
                 let k = self.out.first_unsent;
                 if !self.put_data(now, cfg, k, path, out, at, per_packet_adv) {
                     break;
@@ -276,6 +286,8 @@ impl Assoc {
         r.emit_at(out, at);
         let p = &mut self.paths[path];
         let was_rtx = c.state == TxState::NeedRtx;
+        p.bytes_sent += c.len as u64;
+        p.retransmits += was_rtx as u64;
         let probe = !was_rtx && !c.rtx && !p.rtt_pending;
         if probe {
             p.rtt_pending = true;

@@ -43,6 +43,9 @@ pub(super) struct TxChunk {
     pub fast_done: bool,
     /// Carries the path's RTT measurement.
     pub probe: bool,
+    /// CMT: gap-acked, then revoked by a SACK that no longer covered it (FreeBSD
+    /// `chunk_was_revoked`; its path's cwnd was inflated by its size meanwhile).
+    pub revoked: bool,
     pub sent_at: Instant,
 }
 
@@ -162,6 +165,7 @@ impl OutQueue {
                 fast: false,
                 fast_done: false,
                 probe: false,
+                revoked: false,
                 sent_at: Instant::ZERO,
             });
             self.next_tsn = self.next_tsn.next();

@@ -2,8 +2,17 @@
 //! estimator and RTO, the per-path congestion window, and the heartbeat timer.
 use crate::config::SctpConfig;
 use crate::types::{PathInfo, PathState};
+use crate::wire::Tsn;
 use std::net::Ipv4Addr;
 use wirelab_core::{Duration, Instant, Rng};
+
+/// cwnd increments for one SACK: in slow start, and per cwnd of data in congestion
+/// avoidance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Increase {
+    pub slow_start: u32,
+    pub avoidance: u32,
+}
 
 /// One destination transport address (Linux `struct sctp_transport`).
 #[derive(Clone, Debug)]
@@ -37,6 +46,20 @@ pub(crate) struct Path {
     pub(super) acked: u32,
     /// Flight before the SACK being processed.
     pub(super) flight_before: u32,
+    /// User bytes sent / acked on this path, DATA chunks retransmitted on it (counters).
+    pub(super) bytes_sent: u64,
+    pub(super) bytes_acked: u64,
+    pub(super) retransmits: u64,
+    /// CMT, per SACK: some TSN sent here was newly acked (FreeBSD `saw_newack`).
+    pub(super) saw_newack: bool,
+    /// CMT, per SACK: highest TSN sent here newly acked by a gap block, else the cumulative
+    /// TSN (`this_sack_highest_newack`).
+    pub(super) highest_newack: Tsn,
+    /// CMT, per SACK: the path's pseudo-cumack (its lowest TSN in flight, first
+    /// transmissions and retransmissions apart: CUCv2) was newly acked (`new_pseudo_cumack`).
+    pub(super) new_pca: bool,
+    /// CMT per-destination fast recovery: its exit point (`net->fast_recovery_tsn`).
+    pub(super) fast_recovery: Option<Tsn>,
 }
 
 impl Path {
@@ -66,6 +89,13 @@ impl Path {
             burst_cap: u32::MAX,
             acked: 0,
             flight_before: 0,
+            bytes_sent: 0,
+            bytes_acked: 0,
+            retransmits: 0,
+            saw_newack: false,
+            highest_newack: Tsn(0),
+            new_pca: false,
+            fast_recovery: None,
         }
     }
 
@@ -97,15 +127,21 @@ impl Path {
     /// §7.2.2 congestion avoidance; Linux `sctp_transport_raise_cwnd()`): slow start only
     /// when the window was fully used before the SACK and not in fast recovery.
     pub(super) fn raise_cwnd(&mut self, in_fast_recovery: bool, mtu: u32) {
+        let inc = Increase { slow_start: self.acked.min(mtu), avoidance: mtu };
+        self.raise_cwnd_by(in_fast_recovery, inc);
+    }
+
+    /// As [`Path::raise_cwnd`] with the increments given (CMT/RP computes its own).
+    pub(super) fn raise_cwnd_by(&mut self, in_fast_recovery: bool, inc: Increase) {
         if self.cwnd <= self.ssthresh {
             if !in_fast_recovery && self.flight_before >= self.cwnd {
-                self.cwnd += self.acked.min(mtu);
+                self.cwnd += inc.slow_start;
             }
         } else {
             self.pba += self.acked;
             if self.flight_before >= self.cwnd && self.pba >= self.cwnd {
                 self.pba -= self.cwnd;
-                self.cwnd += mtu;
+                self.cwnd += inc.avoidance;
             }
         }
     }
@@ -158,6 +194,10 @@ impl Path {
             error_count: self.error_count,
             partial_bytes_acked: self.pba,
             primary,
+            bytes_sent: self.bytes_sent,
+            bytes_acked: self.bytes_acked,
+            retransmits: self.retransmits,
+            fast_recovery: self.fast_recovery.is_some(),
         }
     }
 }

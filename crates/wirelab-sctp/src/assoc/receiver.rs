@@ -13,6 +13,11 @@ use wirelab_core::Instant;
 const MAX_DUPS: usize = 16;
 /// Gap blocks in one SACK (Linux `SCTP_MAX_GABS`; TSNs beyond the 16th gap go unreported).
 const MAX_GAPS: usize = 16;
+/// Gap blocks in one SACK of a CMT receiver: as many as fit the packet, as FreeBSD's
+/// `sctp_send_sack()` does (368 at PMTU 1500), up to this bound. With CMT's reordering
+/// sixteen are too few: TSNs beyond them look reneged to the sender, which puts them back
+/// in flight (docs/cmt.md).
+const MAX_GAPS_CMT: usize = 512;
 /// TSNs tracked beyond the cumulative ack (Linux `SCTP_TSN_MAP_SIZE`; later ones dropped).
 const MAX_RX_SPAN: usize = 4096;
 /// Linux `SCTP_DEFAULT_MINWINDOW`.
@@ -136,6 +141,46 @@ impl Receiver {
             self.n_dups += 1;
         }
         self.sack_now = true; // §6.7: duplicates are reported at once
+    }
+
+    /// Linux `sctp_ulpq_renege()`: with nothing on the socket's receive queue, drop held
+    /// out-of-order data, highest TSN first (`sctp_ulpq_renege_order()` /
+    /// `_frags()` + `sctp_tsnmap_renege()`), until `needed` bytes are free; true if so.
+    /// The dropped TSNs leave the map, so the next SACK no longer reports them and the
+    /// sender retransmits them (§6.2.1 D iii).
+    fn renege(&mut self, needed: u32, stats: &mut AssocStats) -> bool {
+        if !self.ready.is_empty() {
+            return false;
+        }
+        let first_missing = self.cum_tsn.next().diff(self.base).max(0) as usize;
+        let mut freed = 0u32;
+        let mut i = self.slots.len();
+        while freed < needed && i > first_missing + 1 {
+            i -= 1;
+            let s = &mut self.slots[i];
+            if s.st != 1 {
+                continue;
+            }
+            s.st = 0;
+            freed += s.len;
+            self.rwnd = self.rwnd.saturating_add(s.len);
+            self.mem -= s.charge as u64;
+            let (stream, b) = (s.stream, std::mem::take(&mut s.buf));
+            if self.pool.len() < 64 {
+                self.pool.push(b);
+            }
+            // a complete ordered message waiting for its SSN loses a fragment: forget it
+            // (it completes again when the TSN is retransmitted)
+            let tsn = self.base.add(i as u32);
+            if let Some(st) = self.in_streams.get_mut(stream as usize) {
+                st.waiting.retain(|&(_, f, l)| !(f <= tsn && tsn <= l));
+            }
+            stats.reneged_tsns += 1;
+        }
+        while self.slots.len() > first_missing + 1 && self.slots.back().is_some_and(|s| s.st == 0) {
+            self.slots.pop_back();
+        }
+        freed >= needed
     }
 
     /// Advances the cumulative TSN over received slots; true if gaps remain.
@@ -291,14 +336,19 @@ impl Receiver {
         }
     }
 
-    /// Writes a SACK (cumulative TSN, up to 16 gap blocks, duplicates) at `at`.
-    pub(super) fn emit_sack(&self, rcvbuf: u64, out: &mut [u8], at: &mut usize) -> bool {
-        let mut gaps = [GapBlock { start: 0, end: 0 }; MAX_GAPS];
+    /// Writes a SACK (cumulative TSN, up to 16 gap blocks, duplicates) at `at`. With CMT's
+    /// DAC the flags carry the DATA packets received since the last SACK (FreeBSD
+    /// `sctp_send_sack()`: `flags |= cmt_dac_pkts_rcvd << 6`, here capped at 3).
+    pub(super) fn emit_sack(&self, rcvbuf: u64, cmt: bool, dac: bool, out: &mut [u8], at: &mut usize) -> bool {
+        let flags = if dac { (self.sack_pkts.min(3) as u8) << 6 } else { 0 };
+        let mut gaps = [GapBlock { start: 0, end: 0 }; MAX_GAPS_CMT];
+        let room = out.len().saturating_sub(*at + 16 + 4 * self.n_dups) / 4;
+        let max_gaps = if cmt { room.min(MAX_GAPS_CMT) } else { MAX_GAPS };
         let mut ng = 0;
         let base = self.cum_tsn.next().diff(self.base);
         if base >= 0 {
             let mut i = base as usize;
-            while i < self.slots.len() && ng < MAX_GAPS {
+            while i < self.slots.len() && ng < max_gaps {
                 while i < self.slots.len() && self.slots[i].st == 0 {
                     i += 1;
                 }
@@ -318,7 +368,7 @@ impl Receiver {
                 ng += 1;
             }
         }
-        let r = ChunkRepr::Sack(SackRepr { cum_tsn: self.cum_tsn, a_rwnd: self.adv_rwnd(rcvbuf), gaps: List::Items(&gaps[..ng]), dups: List::Items(&self.dups[..self.n_dups]) });
+        let r = ChunkRepr::Sack(SackRepr { flags, cum_tsn: self.cum_tsn, a_rwnd: self.adv_rwnd(rcvbuf), gaps: List::Items(&gaps[..ng]), dups: List::Items(&self.dups[..self.n_dups]) });
         r.emit_at(out, at)
     }
 
@@ -333,8 +383,11 @@ impl Receiver {
 }
 
 impl Assoc {
-    /// One DATA chunk (Linux `sctp_eat_data()` + tsnmap + ulpq).
-    pub(super) fn on_data(&mut self, d: &DataRepr<'_>, from: usize, cfg: &SctpConfig) {
+    /// One DATA chunk (Linux `sctp_eat_data()` + tsnmap + ulpq). With CMT's DAC
+    /// (`dac`), reordering does not force an immediate SACK: the delayed-ack rules still
+    /// ack every `sack_freq` packets (FreeBSD `sctp_sack_check()`, "with CMT, delay acks
+    /// even in the face of reordering").
+    pub(super) fn on_data(&mut self, d: &DataRepr<'_>, from: usize, cfg: &SctpConfig, dac: bool) {
         self.rx.data_from = from;
         if cfg.sack_immediately && d.flags & data_flags::I != 0 {
             self.rx.sack_now = true; // RFC 7053 I bit (sctp_sf_eat_data_6_2: SCTP_FORCE)
@@ -360,16 +413,28 @@ impl Assoc {
         if self.rx.mem + charge as u64 >= self.sock.rcvbuf {
             self.autotune_rcvbuf(cfg, self.rx.mem + charge as u64);
         }
+        let cmt = self.sock.cmt.on();
         let rx = &mut self.rx;
         let rmem_full = rx.mem >= self.sock.rcvbuf;
-        if rx.rwnd == 0 || len > rx.rwnd.saturating_add(frag) || (rmem_full && tsn != rx.cum_tsn.next()) {
-            rx.sack_now = true;
-            return;
+        let no_room = rx.rwnd == 0 || len > rx.rwnd.saturating_add(frag);
+        // A CMT receiver takes a TSN that fills a hole below the highest one received even
+        // with no window left (FreeBSD sctp_process_a_data_chunk(): at my_rwnd <= 0 only
+        // TSNs above highest_tsn_inside_map are dropped); CMT's reordering can fill the
+        // whole window with data above a hole.
+        let fills_hole = cmt && idx < rx.slots.len();
+        if (no_room && !fills_hole) || (rmem_full && tsn != rx.cum_tsn.next() && !fills_hole) {
+            // Linux sctp_eat_data(): the next TSN with a gap behind it may renege
+            // out-of-order data to make room (SCTP_CMD_RENEGE → sctp_ulpq_renege()).
+            let renege = no_room && !cmt && tsn == rx.cum_tsn.next() && idx + 1 < rx.slots.len() && rx.renege(len, &mut self.stats);
+            if !renege {
+                rx.sack_now = true;
+                return;
+            }
         }
         while rx.slots.len() <= idx {
             rx.slots.push_back(RxSlot::default());
         }
-        if tsn != rx.cum_tsn.next() {
+        if tsn != rx.cum_tsn.next() && !dac {
             rx.sack_now = true; // out of order: SACK immediately (§6.7)
         }
         let slot = &mut rx.slots[idx];
@@ -392,7 +457,7 @@ impl Assoc {
             rx.rwnd = rx.rwnd.saturating_sub(len);
             rx.mem += charge as u64;
         }
-        if rx.advance_cum() {
+        if rx.advance_cum() && !dac {
             rx.sack_now = true; // gaps remain
         }
         if rx.slots[idx].st == 1 {

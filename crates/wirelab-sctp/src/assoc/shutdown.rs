@@ -22,14 +22,14 @@ pub(super) struct Shutdown {
 
 impl Assoc {
     /// SHUTDOWN received (§9.2).
-    pub(super) fn on_shutdown(&mut self, now: Instant, cfg: &SctpConfig, cum: Tsn) {
+    pub(super) fn on_shutdown(&mut self, now: Instant, cfg: &SctpConfig, rng: &mut Rng, cum: Tsn) {
         if !matches!(self.state, AssocState::Established | AssocState::ShutdownPending | AssocState::ShutdownSent | AssocState::ShutdownReceived) {
             return;
         }
         // The SHUTDOWN's cumulative TSN acks like a SACK without gaps (§9.2).
-        let s = SackRepr { cum_tsn: cum, a_rwnd: self.peer_rwnd.saturating_add(self.out.outstanding as u32), gaps: List::Items(&[]), dups: List::Items(&[]) };
+        let s = SackRepr { flags: 0, cum_tsn: cum, a_rwnd: self.peer_rwnd.saturating_add(self.out.outstanding as u32), gaps: List::Items(&[]), dups: List::Items(&[]) };
         if cum >= self.out.cum_acked {
-            self.on_sack(now, cfg, &s);
+            self.on_sack(now, cfg, rng, &s);
         }
         if !self.shut.peer_shutdown {
             self.shut.peer_shutdown = true;

@@ -85,6 +85,9 @@ pub struct Record<'a> {
     pub data: &'a [u8],
     /// Offset of the IPv4 header in `data`, if the frame carries IPv4 (see [`ipv4_offset`]).
     pub ip_offset: Option<usize>,
+    /// Byte offset of the record (classic pcap) or block (pcapng) in the file, for
+    /// messages about it.
+    pub offset: usize,
 }
 
 impl<'a> Record<'a> {
@@ -332,6 +335,7 @@ impl<'a> Reader<'a> {
             orig_len: orig,
             data,
             ip_offset: ipv4_offset(lt, data),
+            offset: at,
         }))
     }
 
@@ -427,6 +431,15 @@ impl<'a> Reader<'a> {
                 if cap > body.len() - 20 {
                     return Err(malformed(at, "captured length exceeds block"));
                 }
+                // What follows the padded packet data are options: a captured length that
+                // contradicts the block length leaves packet bytes there (or cuts the
+                // options), which do not parse as options.
+                if parse_options(e, &body[20 + ((cap + 3) & !3)..], true, |_, _| Ok(())).is_err() {
+                    return Err(malformed(
+                        at,
+                        "captured length contradicts the block length (the bytes after the packet data are not options)",
+                    ));
+                }
                 return Ok(Some(Block::Packet(self.packet(
                     at,
                     id,
@@ -482,6 +495,7 @@ impl<'a> Reader<'a> {
             .ok_or(malformed(at, "packet on an interface not described"))?;
         let i = &self.ifaces[idx];
         Ok(Record {
+            offset: at,
             ts_ns: if has_ts { i.to_nanos(ticks) } else { 0 },
             iface: u32::try_from(idx).map_err(|_| malformed(at, "too many interfaces"))?,
             linktype: i.linktype,
@@ -496,17 +510,40 @@ fn malformed(offset: usize, what: &'static str) -> PcapError {
     PcapError::Malformed { offset, what }
 }
 
-fn parse_idb_options(e: Endian, mut o: &[u8], i: &mut Interface) -> Result<(), &'static str> {
+/// Walks a pcapng option list (code, length, padded value; `opt_endofopt` ends it),
+/// handing each option to `f`. Errors if an option overruns the block or bytes that
+/// cannot be an option header are left over; with `strict_end`, also if anything follows
+/// `opt_endofopt` (it is the last thing in a block).
+fn parse_options(
+    e: Endian,
+    mut o: &[u8],
+    strict_end: bool,
+    mut f: impl FnMut(u16, &[u8]) -> Result<(), &'static str>,
+) -> Result<(), &'static str> {
     while o.len() >= 4 {
         let code = e.u16(o, 0);
         let len = e.u16(o, 2) as usize;
         let padded = (len + 3) & !3;
         if padded > o.len() - 4 {
-            return Err("interface option overruns block");
+            return Err("option overruns block");
         }
-        let v = &o[4..4 + len];
+        if code == 0 {
+            return if strict_end && o.len() > 4 { Err("bytes after the end of options") } else { Ok(()) };
+        }
+        f(code, &o[4..4 + len])?;
+        o = &o[4 + padded..];
+    }
+    if o.is_empty() {
+        Ok(())
+    } else {
+        Err("stray bytes after the options")
+    }
+}
+
+fn parse_idb_options(e: Endian, o: &[u8], i: &mut Interface) -> Result<(), &'static str> {
+    parse_options(e, o, false, |code, v| {
+        let len = v.len();
         match code {
-            0 => return Ok(()),
             2 => i.name = Some(String::from_utf8_lossy(v).into_owned()),
             3 => i.description = Some(String::from_utf8_lossy(v).into_owned()),
             9 if len == 1 => {
@@ -519,9 +556,9 @@ fn parse_idb_options(e: Endian, mut o: &[u8], i: &mut Interface) -> Result<(), &
             14 if len == 8 => i.offset_s = e.u64(v, 0) as i64,
             _ => {}
         }
-        o = &o[4 + padded..];
-    }
-    Ok(())
+        Ok(())
+    })
+    .map_err(|w| if w == "option overruns block" { "interface option overruns block" } else { w })
 }
 
 impl<'a> Iterator for Reader<'a> {
@@ -721,6 +758,63 @@ mod test {
         // too short to tell
         assert_eq!(ipv4_offset(linktype::LINUX_SLL, &sll[..16]), None);
         assert_eq!(ipv4_offset(linktype::RAW, &[]), None);
+    }
+
+    /// A little-endian pcapng: SHB, one Ethernet IDB, one EPB holding `data` with the
+    /// captured length field `caplen` and original length `orig`.
+    fn pcapng_epb(data: &[u8], caplen: u32, orig: u32) -> Vec<u8> {
+        let mut b = Vec::new();
+        let mut block = |kind: u32, body: &[u8]| {
+            let len = 12 + body.len() as u32;
+            b.extend_from_slice(&kind.to_le_bytes());
+            b.extend_from_slice(&len.to_le_bytes());
+            b.extend_from_slice(body);
+            b.extend_from_slice(&len.to_le_bytes());
+        };
+        let mut shb = BOM.to_le_bytes().to_vec();
+        shb.extend_from_slice(&[1, 0, 0, 0]);
+        shb.extend_from_slice(&u64::MAX.to_le_bytes());
+        block(PCAPNG_SHB, &shb);
+        block(1, &[1, 0, 0, 0, 0, 0, 4, 0]);
+        let mut epb = vec![0u8; 12];
+        epb.extend_from_slice(&caplen.to_le_bytes());
+        epb.extend_from_slice(&orig.to_le_bytes());
+        epb.extend_from_slice(data);
+        while epb.len() % 4 != 0 {
+            epb.push(0);
+        }
+        block(6, &epb);
+        b
+    }
+
+    #[test]
+    fn pcapng_caplen_contradicting_the_block_is_an_error_with_the_offset() {
+        let mut frame = vec![0u8; 12];
+        frame.extend_from_slice(&[0x08, 0x00]);
+        frame.extend_from_slice(&ipv4_bytes());
+        let good = pcapng_epb(&frame, frame.len() as u32, frame.len() as u32);
+        let c = parse_bytes(&good).unwrap();
+        assert_eq!(c.packets[0].ipv4(), Some(&ipv4_bytes()[..]));
+        let epb_at = 28 + 20;
+        let r = Reader::new(&good).unwrap().next().unwrap().unwrap();
+        assert_eq!(r.offset, epb_at, "records know where they are");
+        // caplen 0 (or 8) in a block that holds 38 bytes of frame: before this check
+        // the frame read as 0 bytes, i.e. silently as "not IPv4"
+        for cap in [0u32, 8] {
+            let bad = pcapng_epb(&frame, cap, frame.len() as u32);
+            match parse_bytes(&bad) {
+                Err(PcapError::Malformed { offset, what }) => {
+                    assert_eq!(offset, epb_at);
+                    assert!(what.contains("captured length contradicts the block"), "{what}");
+                }
+                other => panic!("caplen {cap}: {other:?}"),
+            }
+        }
+        // options after the data are fine (epb_flags, then opt_endofopt)
+        let mut with_opt = frame.clone();
+        with_opt.extend_from_slice(&[0, 0, 2, 0, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
+        let ok = pcapng_epb(&with_opt, frame.len() as u32, frame.len() as u32);
+        assert_eq!(parse_bytes(&ok).unwrap().packets[0].data.len(), frame.len());
     }
 
     #[test]
