@@ -90,6 +90,9 @@ pub(crate) struct Node {
     /// The same, sorted: "is this packet for me" per received packet is a binary search
     /// (a router of a 2000-host dumbbell has 2000 interfaces).
     local_sorted: Vec<u32>,
+    /// Interface index by name (a 20 000-host dumbbell's routers have 20 000 interfaces:
+    /// a scan per added link made building it quadratic).
+    iface_ix: HashMap<String, u32>,
     /// Transport configuration used when the stack is created (boxed: read once per host,
     /// it would otherwise spread the fields every packet touches over 1 kB).
     pub stack_cfg: Box<StackConfig>,
@@ -248,6 +251,7 @@ impl Sim {
             counters: NodeCounters::default(),
             addrs: Vec::new(),
             local_sorted: Vec::new(),
+            iface_ix: HashMap::new(),
             stack_cfg: Box::default(),
             stack: None,
         });
@@ -268,7 +272,7 @@ impl Sim {
     }
     /// Interface index by name.
     pub fn iface_id(&self, n: NodeId, name: &str) -> Option<u32> {
-        self.nodes[n as usize].ifaces.iter().position(|i| i.name == name).map(|i| i as u32)
+        self.nodes[n as usize].iface_ix.get(name).copied()
     }
     /// Address of interface `i` of node `n`.
     pub fn iface_addr(&self, n: NodeId, i: u32) -> IfAddr {
@@ -298,7 +302,7 @@ impl Sim {
         let ia = self.nodes[a.0 as usize].ifaces.len() as u32;
         let ib = self.nodes[b.0 as usize].ifaces.len() as u32;
         for (n, nm) in [(a.0, a.1), (b.0, b.1)] {
-            if self.nodes[n as usize].ifaces.iter().any(|i| i.name == nm) {
+            if self.nodes[n as usize].iface_ix.contains_key(nm) {
                 return Err(BuildError(format!("node `{}` already has an interface `{nm}`", self.nodes[n as usize].name)));
             }
         }
@@ -326,10 +330,15 @@ impl Sim {
             let dev = format!("{}:{}", node.name, nm);
             node.ifaces.push(Iface { name: nm.to_string(), addr, out, qdisc: q, capture: None, probe: false, dev });
             node.addrs.push(addr.addr);
+            // addresses usually come in increasing order (the builder numbers links): an
+            // append, not an O(n) insert
             let k = u32::from(addr.addr);
-            if let Err(i) = node.local_sorted.binary_search(&k) {
+            if node.local_sorted.last().is_none_or(|&l| l < k) {
+                node.local_sorted.push(k);
+            } else if let Err(i) = node.local_sorted.binary_search(&k) {
                 node.local_sorted.insert(i, k);
             }
+            node.iface_ix.entry(nm.to_string()).or_insert(node.ifaces.len() as u32 - 1);
             // connected route (`proto kernel scope link`)
             let idx = node.ifaces.len() as u32 - 1;
             node.routes.add(addr.network(), addr.prefix, NextHop { iface: idx, via: None });
