@@ -192,7 +192,7 @@ fn app_errors_point_at_the_key() {
         ("kind = \"tcp-thin\"\nnode = \"a\"\ndst = \"b:81\"\nreplay = [\"10ms:120\", \"soon:5\"]\n", "soon:5", "GAP:BYTES"),
         ("kind = \"tcp-thin\"\nnode = \"a\"\ndst = \"b:81\"\npreset = \"quake\"\n", "quake", "unknown thin-stream preset"),
         ("kind = \"tcp-thin\"\nnode = \"a\"\ndst = \"b:81\"\ninterval = \"10ms\"\njitter = \"20ms\"\n", "jitter =", "must not exceed"),
-        ("kind = \"tcp-bulk\"\nnode = \"a\"\ndst = \"b:80\"\ncc = \"bbr\"\n", "bbr", "unknown congestion control"),
+        ("kind = \"tcp-bulk\"\nnode = \"a\"\ndst = \"b:80\"\ncc = \"westwood\"\n", "westwood", "unknown congestion control `westwood` (available: reno cubic bbr dctcp vegas)"),
         ("kind = \"tcp-bulk\"\nnode = \"a\"\ndst = \"b:80\"\nmss = 40\n", "mss = 40", "TCP_MIN_MSS"),
         ("kind = \"tcp-bulk\"\nnode = \"a\"\ndst = \"b:80\"\nsize = 0\n", "size = 0", "positive"),
     ];

@@ -91,6 +91,9 @@ pub enum SockOpt {
     /// Redundant data bundling for this socket (the 2015 patch's `TCP_RDB`, extended
     /// with the variant). Overrides `net.ipv4.tcp_rdb`.
     Rdb(crate::config::RdbMode),
+    /// `SO_MAX_PACING_RATE` in bytes/s: caps `sk_pacing_rate` and turns pacing on
+    /// (`u64::MAX` = no cap).
+    MaxPacingRate(u64),
 }
 
 /// Receiver-side advertised-window policy (rate control, seed 003). Installed per socket
@@ -231,6 +234,8 @@ pub struct TcpInfo {
     pub segs_in: u64,
     /// Packets delivered (`tp->delivered`).
     pub delivered: u64,
+    /// Packets delivered with an ECE echo (`tcpi_delivered_ce`).
+    pub delivered_ce: u64,
     /// Current dupthresh estimate (`tcpi_reordering`).
     pub reordering: u32,
     /// Reordering events seen (`tcpi_reord_seen`).
@@ -239,8 +244,25 @@ pub struct TcpInfo {
     pub dsack_dups: u32,
     /// Congestion-window reductions undone (`TCPFullUndo`+`TCPPartialUndo`+`TCPDSACKUndo`+`TCPLossUndo`).
     pub undo_count: u32,
-    /// Latest delivery-rate sample (bytes/s), as `tcpi_delivery_rate`.
+    /// Delivery rate (bytes/s) of the last non-app-limited sample or the highest
+    /// app-limited one (`tcpi_delivery_rate`, `tcp_compute_delivery_rate()`).
     pub delivery_rate: u64,
+    /// That sample was application-limited (`tcpi_delivery_rate_app_limited`).
+    pub delivery_rate_app_limited: bool,
+    /// `sk_pacing_rate` in bytes/s (`tcpi_pacing_rate`; `u64::MAX` = unpaced).
+    pub pacing_rate: u64,
+    /// `sk_max_pacing_rate` (`tcpi_max_pacing_rate`; `u64::MAX` = none).
+    pub max_pacing_rate: u64,
+    /// Who paces: "none", "internal" (`SK_PACING_NEEDED`) or "fq" (`SK_PACING_FQ`).
+    pub pacing: &'static str,
+    /// `tcp_min_rtt()` in µs (`tcpi_min_rtt`; `u32::MAX` before any sample).
+    pub min_rtt_us: u32,
+    /// ECN negotiated (`TCPI_OPT_ECN`).
+    pub ecn: bool,
+    /// ECT or CE seen on received data (`TCPI_OPT_ECN_SEEN`).
+    pub ecn_seen: bool,
+    /// The module's `ss -ti` fields (`INET_DIAG_{BBR,DCTCP,VEGAS}INFO`).
+    pub cc_info: crate::cc::CcInfo,
     /// Our receive window scale.
     pub rcv_wscale: u8,
     /// Peer's window scale.

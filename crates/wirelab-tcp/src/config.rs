@@ -112,6 +112,38 @@ impl Default for CubicParams {
     }
 }
 
+/// DCTCP module parameters (`/sys/module/tcp_dctcp/parameters/*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DctcpParams {
+    /// `dctcp_shift_g`: g = 1/2^shift_g in the alpha update (0–10, default 4).
+    pub shift_g: u32,
+    /// `dctcp_alpha_on_init`: initial alpha out of 1024 (default 1024, capped there).
+    pub alpha_on_init: u32,
+}
+
+impl Default for DctcpParams {
+    fn default() -> Self {
+        DctcpParams { shift_g: 4, alpha_on_init: 1024 }
+    }
+}
+
+/// Vegas module parameters (`/sys/module/tcp_vegas/parameters/*`), in packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VegasParams {
+    /// `alpha`: lower bound of packets queued at the bottleneck (2).
+    pub alpha: u32,
+    /// `beta`: upper bound (4).
+    pub beta: u32,
+    /// `gamma`: slow-start exit threshold (1).
+    pub gamma: u32,
+}
+
+impl Default for VegasParams {
+    fn default() -> Self {
+        VegasParams { alpha: 2, beta: 4, gamma: 1 }
+    }
+}
+
 /// Per-host TCP configuration (one per [`crate::TcpEndpoint`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TcpConfig {
@@ -217,6 +249,20 @@ pub struct TcpConfig {
     pub mtu: u32,
     /// CUBIC module parameters.
     pub cubic: CubicParams,
+    /// DCTCP module parameters.
+    pub dctcp: DctcpParams,
+    /// Vegas module parameters.
+    pub vegas: VegasParams,
+    /// `net.ipv4.tcp_ecn`: 0 off, 1 request ECN on outgoing connections and accept it,
+    /// 2 accept it when asked (Linux's default). Linux 6.18 as run here rejects 3–5
+    /// (AccECN), so does this.
+    pub tcp_ecn: u8,
+    /// `net.ipv4.tcp_ecn_fallback`: a retransmitted SYN no longer asks for ECN.
+    pub tcp_ecn_fallback: bool,
+    /// `net.ipv4.tcp_pacing_ss_ratio` (%, 200): pacing rate vs cwnd·mss/srtt in slow start.
+    pub tcp_pacing_ss_ratio: u32,
+    /// `net.ipv4.tcp_pacing_ca_ratio` (%, 120): the same in congestion avoidance.
+    pub tcp_pacing_ca_ratio: u32,
 }
 
 /// All profile names.
@@ -306,6 +352,12 @@ impl TcpConfig {
             hz: 1000,
             mtu: 1500,
             cubic: CubicParams::default(),
+            dctcp: DctcpParams::default(),
+            vegas: VegasParams::default(),
+            tcp_ecn: 2,
+            tcp_ecn_fallback: true,
+            tcp_pacing_ss_ratio: 200,
+            tcp_pacing_ca_ratio: 120,
         }
     }
 
@@ -374,6 +426,7 @@ impl TcpConfig {
                 c.tcp_frto = 0;
                 c.undo = false;
                 c.cubic.hystart = false;
+                c.tcp_ecn = 0; // ECN came with 2.4
             }
             "freebsd-4.10" => {
                 // Approximation: Linux machinery with FreeBSD 4.x defaults (docs/tcp.md).
@@ -405,6 +458,7 @@ impl TcpConfig {
                 c.tcp_frto = 0;
                 c.ip_local_port_range = (49152, 65535);
                 c.cubic.hystart = false;
+                c.tcp_ecn = 0; // FreeBSD has ECN since 8.0
             }
             other => {
                 return Err(ConfigError::new(format!(
@@ -420,10 +474,18 @@ impl TcpConfig {
     /// `/` or `.` separated). Unknown keys and bad values are errors naming the key.
     pub fn set_sysctl(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
         let k = key.trim().replace('/', ".");
+        let k = k.trim_start_matches('.');
+        if let Some(m) = k.strip_prefix("sys.module.") {
+            // /sys/module/MODULE/parameters/NAME
+            return self.set_module_param(key, &m.replacen(".parameters.", ".", 1), value);
+        }
+        if k.starts_with("tcp_dctcp.") || k.starts_with("tcp_vegas.") {
+            return self.set_module_param(key, k, value);
+        }
         let short = k
             .strip_prefix("net.ipv4.")
             .or_else(|| k.strip_prefix("net.core."))
-            .unwrap_or(&k);
+            .unwrap_or(k);
         let v = value;
         match short {
             "tcp_rmem" => self.tcp_rmem = parse_triple(key, v)?,
@@ -465,6 +527,27 @@ impl TcpConfig {
             }
             "tcp_recovery" => self.tcp_recovery = parse_u32(key, v)?,
             "tcp_frto" => self.tcp_frto = parse_u32(key, v)?.min(2),
+            "tcp_ecn" => {
+                let x = parse_u32(key, v)?;
+                if x > 2 {
+                    return Err(ConfigError::new(format!(
+                        "{key}: expected 0 (off), 1 (request and accept) or 2 (accept), got `{v}` (Linux 6.18 rejects 3-5, AccECN, with EINVAL)"
+                    )));
+                }
+                self.tcp_ecn = x as u8;
+            }
+            "tcp_ecn_fallback" => self.tcp_ecn_fallback = parse_bool(key, v)?,
+            "tcp_pacing_ss_ratio" | "tcp_pacing_ca_ratio" => {
+                let x = parse_u32(key, v)?;
+                if x > 1000 {
+                    return Err(ConfigError::new(format!("{key}: expected 0..=1000 (%), got `{v}`")));
+                }
+                if short == "tcp_pacing_ss_ratio" {
+                    self.tcp_pacing_ss_ratio = x;
+                } else {
+                    self.tcp_pacing_ca_ratio = x;
+                }
+            }
             "tcp_thin_linear_timeouts" => self.tcp_thin_linear_timeouts = parse_bool(key, v)?,
             "tcp_thin_dupack" => self.tcp_thin_dupack = parse_bool(key, v)?,
             "tcp_rdb" => {
@@ -497,6 +580,30 @@ impl TcpConfig {
             }
             _ => {
                 return Err(ConfigError::new(format!("unknown or unsupported TCP sysctl `{key}`")))
+            }
+        }
+        Ok(())
+    }
+
+    /// A module parameter `MODULE.NAME` (`tcp_dctcp.dctcp_shift_g`, …), as
+    /// `/sys/module/MODULE/parameters/NAME` takes it.
+    fn set_module_param(&mut self, key: &str, name: &str, v: &str) -> Result<(), ConfigError> {
+        match name {
+            "tcp_dctcp.dctcp_shift_g" => {
+                let x = parse_u32(key, v)?;
+                if x > 10 {
+                    return Err(ConfigError::new(format!("{key}: expected 0..=10 (param_set_uint_minmax), got `{v}`")));
+                }
+                self.dctcp.shift_g = x;
+            }
+            "tcp_dctcp.dctcp_alpha_on_init" => self.dctcp.alpha_on_init = parse_u32(key, v)?,
+            "tcp_vegas.alpha" => self.vegas.alpha = parse_u32(key, v)?,
+            "tcp_vegas.beta" => self.vegas.beta = parse_u32(key, v)?,
+            "tcp_vegas.gamma" => self.vegas.gamma = parse_u32(key, v)?,
+            _ => {
+                return Err(ConfigError::new(format!(
+                    "unknown module parameter `{key}` (known: tcp_dctcp.dctcp_shift_g, tcp_dctcp.dctcp_alpha_on_init, tcp_vegas.alpha, tcp_vegas.beta, tcp_vegas.gamma)"
+                )))
             }
         }
         Ok(())
@@ -570,7 +677,19 @@ mod test {
         assert!(c.tcp_sack);
         let e = c.set_sysctl("net.ipv4.tcp_sack", "256").unwrap_err().to_string();
         assert!(e.contains("expected an integer in 0..=255 (0 = off, any other value = on"), "{e}");
-        assert!(c.set_sysctl("net.ipv4.tcp_congestion_control", "bbr").is_err());
+        assert!(c.set_sysctl("net.ipv4.tcp_congestion_control", "westwood").is_err());
+        c.set_sysctl("net.ipv4.tcp_congestion_control", "bbr").unwrap();
+        assert_eq!(c.tcp_congestion_control.name(), "bbr");
+        c.set_sysctl("net.ipv4.tcp_ecn", "1").unwrap();
+        assert!(c.set_sysctl("net.ipv4.tcp_ecn", "3").unwrap_err().to_string().contains("AccECN"));
+        c.set_sysctl("/sys/module/tcp_dctcp/parameters/dctcp_shift_g", "5").unwrap();
+        assert_eq!(c.dctcp.shift_g, 5);
+        assert!(c.set_sysctl("tcp_dctcp.dctcp_shift_g", "11").is_err());
+        c.set_sysctl("tcp_vegas.beta", "6").unwrap();
+        assert_eq!(c.vegas.beta, 6);
+        assert!(c.set_sysctl("tcp_bbr.foo", "1").is_err());
+        c.set_sysctl("net.ipv4.tcp_pacing_ss_ratio", "150").unwrap();
+        assert!(c.set_sysctl("net.ipv4.tcp_pacing_ca_ratio", "1001").is_err());
     }
 
     #[test]

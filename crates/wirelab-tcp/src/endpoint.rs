@@ -75,6 +75,8 @@ pub struct TcpEndpoint {
     events: VecDeque<(SocketId, SockEvent)>,
     rsts: VecDeque<RstSpec>,
     lazy_payload: bool,
+    /// The host's egress qdisc is `fq` (sockets leave pacing to it, `SK_PACING_FQ`).
+    fq_pacing: bool,
 }
 
 impl TcpEndpoint {
@@ -91,6 +93,7 @@ impl TcpEndpoint {
             events: VecDeque::new(),
             rsts: VecDeque::new(),
             lazy_payload: false,
+            fq_pacing: false,
         }
     }
 
@@ -102,6 +105,20 @@ impl TcpEndpoint {
         for s in &mut self.slots {
             if let Slot::Conn(c) = s {
                 c.lazy_payload = on;
+            }
+        }
+    }
+
+    /// Tells the stack that its egress qdisc is (`true`) or is no longer `fq`, which
+    /// honours each packet's departure time ([`Transmit::txtime`]): as `fq_classify()`
+    /// marks the sockets it sees `SK_PACING_FQ`, every connection (present and future)
+    /// then stamps departure times at its `sk_pacing_rate` instead of pacing internally.
+    /// Drivers call it when they set up the host's qdisc.
+    pub fn set_fq_pacing(&mut self, on: bool) {
+        self.fq_pacing = on;
+        for s in self.slots.iter_mut() {
+            if let Slot::Conn(c) = s {
+                c.set_fq_pacing(on);
             }
         }
     }
@@ -272,10 +289,13 @@ impl TcpEndpoint {
             let id = SocketId(self.slots.len() as u32);
             let iss = self.rng.next_u32();
             let tso = self.rng.next_u32();
-            // Replies use the socket's TOS (0), not the SYN's (no tcp_reflect_tos).
-            let _ = tos;
-            let mut c = Conn::new_passive(&self.cfg, id, local, remote, now, iss, tso, &r, lid, 0);
+            // Replies use the socket's TOS (0), not the SYN's (no tcp_reflect_tos); the SYN's
+            // ECN field matters to tcp_ecn_create_request().
+            let mut c = Conn::new_passive(&self.cfg, id, local, remote, now, iss, tso, &r, lid, 0, tos);
             c.lazy_payload = self.lazy_payload;
+            if self.fq_pacing {
+                c.set_fq_pacing(true);
+            }
             if let Some(Slot::Listener(l)) = self.slots.get_mut(lid.0 as usize) {
                 l.synrecv += 1;
                 for o in &l.opts {
@@ -439,6 +459,9 @@ impl TcpEndpoint {
         let tso = self.rng.next_u32();
         let mut c = Conn::new_active(&self.cfg, id, la, remote, now, iss, tso);
         c.lazy_payload = self.lazy_payload;
+        if self.fq_pacing {
+            c.set_fq_pacing(true);
+        }
         self.slots.push(Slot::Conn(Box::new(c)));
         self.demux.insert(tuple(la, remote), id);
         self.touch(id.0);

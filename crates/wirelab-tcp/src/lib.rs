@@ -5,13 +5,17 @@
 //! * [`config`]: [`TcpConfig`], era profiles (`linux-6`, `linux-4.6`, `linux-3.14`,
 //!   `linux-2.6.37`, `linux-2.2`, `freebsd-4.10`) and `sysctl` names.
 //! * [`cc`]: congestion control as a trait shaped like `struct tcp_congestion_ops`, and a
-//!   registry of modules (Reno, CUBIC with HyStart), one file each.
+//!   registry of modules (Reno, CUBIC with HyStart, BBRv1, DCTCP, Vegas), one file each;
+//!   `cong_control` modules are fed `tcp_rate.c`-style delivery-rate samples.
 //! * `conn`: one connection's state machine, split like the kernel files it mirrors
 //!   (`input`: `tcp_input.c`, `output`: `tcp_output.c`, `recovery`, `rack`:
 //!   `tcp_recovery.c`, `timer`: `tcp_timer.c`, `socket`: `tcp.c`, `thin`), with its state
 //!   in parts that have their own methods (RTT estimator, rtx queue + SACK scoreboard,
 //!   RACK, delayed ACK, receive-space tuning, undo, PRR, delivery rate, out-of-order
-//!   queue, thin-stream state). It includes the thin-stream mechanisms (linear timeouts,
+//!   queue, thin-stream state, congestion state, ECN, pacing). ECN follows RFC 3168 as
+//!   Linux does it (`tcp_ecn` 0/1/2); pacing computes `sk_pacing_rate` as
+//!   `tcp_update_pacing_rate` and paces internally (EDT) unless the egress qdisc is fq, and
+//!   each `Transmit` carries its txtime and pacing rate. It includes the thin-stream mechanisms (linear timeouts,
 //!   modified fast retransmit), early retransmit and tail loss probe as in 3.x, RACK-TLP,
 //!   and redundant data bundling (2008 and 2015 variants).
 //! * [`api`]: socket ids, errors, options, `tcp_info`, and the [`RcvWindowPolicy`] hook
@@ -72,6 +76,6 @@ mod tests;
 
 pub use api::{RcvWindowPolicy, SockError, SockOpt, SocketId, TcpInfo, TcpState};
 pub use cc::CaState;
-pub use config::{ConfigError, CongestionAlgo, CubicParams, RcvSpaceStyle, RdbMode, TcpConfig};
+pub use config::{ConfigError, CongestionAlgo, CubicParams, DctcpParams, RcvSpaceStyle, RdbMode, TcpConfig, VegasParams};
 pub use endpoint::TcpEndpoint;
 pub use wirelab_core::SockEvent;

@@ -253,9 +253,8 @@ impl Scenario {
         use wirelab_tcp::SockOpt;
         let mut o = Vec::new();
         if let Some(c) = &a.cc {
-            if !matches!(c.get_ref().as_str(), "cubic" | "reno" | "newreno") {
-                return Err(self.error_at(span(c), format!("unknown congestion control `{}`; expected cubic or reno", c.get_ref())));
-            }
+            // the TCP engine's module registry is the one list of names (tcp_ca_find())
+            wirelab_tcp::CongestionAlgo::from_name(c.get_ref()).map_err(|e| self.error_at(span(c), e.to_string()))?;
             o.push(SockOpt::Congestion(c.get_ref().clone()));
         }
         if let Some(v) = a.nodelay {

@@ -9,7 +9,7 @@ use crate::wire::SeqNumber;
 /// Registry entry.
 pub const MODULE: CcModule = CcModule { name: "cubic", new: new_module };
 
-fn new_module(cfg: &TcpConfig) -> Box<dyn CongestionOps> {
+fn new_module(cfg: &TcpConfig, _seed: u64) -> Box<dyn CongestionOps> {
     Box::new(Cubic::new(cfg.cubic))
 }
 
@@ -292,7 +292,7 @@ impl CongestionOps for Cubic {
         "cubic"
     }
     /// `cubictcp_init()`.
-    fn init(&mut self, tp: &CcSock) {
+    fn init(&mut self, tp: &mut CcSock) {
         self.reset();
         if self.p.hystart {
             self.hystart_reset(tp);
@@ -305,14 +305,14 @@ impl CongestionOps for Cubic {
         Cubic::cong_avoid(self, tp, acked)
     }
     /// `cubictcp_state()`.
-    fn set_state(&mut self, tp: &CcSock, new: CaState) {
+    fn set_state(&mut self, tp: &mut CcSock, new: CaState) {
         if new == CaState::Loss {
             self.reset();
             self.hystart_reset(tp);
         }
     }
     /// `cubictcp_cwnd_event()`.
-    fn cwnd_event(&mut self, tp: &CcSock, ev: CaEvent) {
+    fn cwnd_event(&mut self, tp: &mut CcSock, ev: CaEvent) {
         if ev == CaEvent::TxStart {
             self.on_tx_start(tp);
         }
@@ -323,6 +323,9 @@ impl CongestionOps for Cubic {
     /// `tcp_reno_undo_cwnd()`, as CUBIC uses it.
     fn undo_cwnd(&mut self, tp: &CcSock) -> u32 {
         tp.snd_cwnd.max(tp.prior_cwnd)
+    }
+    fn needs_snapshot(&self) -> bool {
+        false
     }
 }
 
@@ -340,7 +343,7 @@ mod test {
 
     fn cubic(tp: &CcSock) -> Cubic {
         let mut c = Cubic::new(CubicParams::default());
-        c.init(tp);
+        c.init(&mut tp.clone());
         c
     }
 

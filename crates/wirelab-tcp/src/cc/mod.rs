@@ -15,11 +15,18 @@ use crate::config::{ConfigError, TcpConfig};
 use crate::wire::SeqNumber;
 use core::fmt;
 
+pub mod bbr;
 pub mod cubic;
+pub mod dctcp;
+pub mod minmax;
 pub mod reno;
+pub mod vegas;
 
+pub use bbr::Bbr;
 pub use cubic::Cubic;
+pub use dctcp::Dctcp;
 pub use reno::Reno;
+pub use vegas::Vegas;
 
 /// `TCP_INFINITE_SSTHRESH`.
 pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
@@ -61,6 +68,11 @@ pub enum CaEvent {
     CwndRestart,
     /// RTO loss.
     Loss,
+    /// A data segment arrived without CE (ECT) on an ECN connection
+    /// (`CA_EVENT_ECN_NO_CE`; only for modules that need ECN).
+    EcnNoCe,
+    /// A data segment arrived with CE (`CA_EVENT_ECN_IS_CE`).
+    EcnIsCe,
 }
 
 /// `in_ack_event` flags (`enum tcp_ca_ack_event_flags`): not a pure ACK in the fast path.
@@ -70,7 +82,11 @@ pub const CA_ACK_WIN_UPDATE: u32 = 1 << 1;
 /// The ACK carried ECE.
 pub const CA_ACK_ECE: u32 = 1 << 2;
 
-/// The congestion-relevant part of `struct tcp_sock`.
+/// The part of `struct tcp_sock` (and `struct sock`) a module may read or write.
+///
+/// The first group is the module's to change (cwnd in packets, ssthresh, pacing rate, ...);
+/// the connection refreshes the snapshot group before each call, and acts on the request
+/// group after it.
 #[derive(Clone, Copy, Debug)]
 pub struct CcSock {
     /// `snd_cwnd` (packets).
@@ -83,24 +99,74 @@ pub struct CcSock {
     pub snd_cwnd_clamp: u32,
     /// `prior_cwnd`: cwnd when the current reduction started (read by `undo_cwnd`).
     pub prior_cwnd: u32,
+    /// `sk_pacing_rate` in bytes/s (`u64::MAX` = `~0UL`, unpaced).
+    pub pacing_rate: u64,
+    /// `sk_max_pacing_rate` (`SO_MAX_PACING_RATE`; `u64::MAX` = none).
+    pub max_pacing_rate: u64,
+    /// `tp->app_limited`: `delivered` + in flight when the sender became
+    /// application-limited, 0 when it is not (BBR's PROBE_RTT sets it too).
+    pub app_limited: u32,
+    /// `ecn_flags & TCP_ECN_DEMAND_CWR`: echo ECE on the ACKs we send (DCTCP sets it).
+    pub demand_cwr: bool,
+
+    // ---- snapshot, refreshed before each call ----
     /// `snd_una` at the time of the call.
     pub snd_una: SeqNumber,
     /// `snd_nxt` at the time of the call.
     pub snd_nxt: SeqNumber,
+    /// `rcv_nxt` at the time of the call.
+    pub rcv_nxt: SeqNumber,
     /// `tcp_is_cwnd_limited()` at the time of the call.
     pub cwnd_limited: bool,
     /// Now, in jiffies (`tcp_jiffies32`).
     pub jiffies: u32,
-    /// Now, in microseconds (`tcp_clock_us()`).
+    /// Now, in microseconds (`tcp_clock_us()`, `tp->tcp_mstamp`).
     pub now_us: u64,
+    /// Now, in nanoseconds (`tp->tcp_clock_cache`).
+    pub clock_ns: u64,
+    /// Earliest departure time of the next packet (`tp->tcp_wstamp_ns`).
+    pub wstamp_ns: u64,
     /// `lsndtime` in jiffies (last data send).
     pub lsndtime: u32,
     /// Kernel HZ.
     pub hz: u32,
+    /// `mss_cache`.
+    pub mss_cache: u32,
+    /// `srtt_us` (smoothed RTT << 3, µs; 0 = no sample).
+    pub srtt_us: u32,
+    /// `tcp_min_rtt()` in µs (`u32::MAX` = none yet).
+    pub min_rtt_us: u32,
+    /// `tp->delivered`: packets delivered so far.
+    pub delivered: u32,
+    /// `tp->delivered_ce`: of those, delivered with an ECE echo.
+    pub delivered_ce: u32,
+    /// `tp->lost`: packets marked lost so far.
+    pub lost: u32,
+    /// `tp->delivered_mstamp` (µs).
+    pub delivered_mstamp_us: u64,
+    /// `packets_out`.
+    pub packets_out: u32,
+    /// `tcp_packets_in_flight()`.
+    pub in_flight: u32,
+    /// `icsk_ca_state`.
+    pub ca_state: CaState,
+    /// ECN was negotiated (`ecn_flags & TCP_ECN_OK`).
+    pub ecn_ok: bool,
+    /// A delayed ACK is pending (`icsk_ack.pending & ICSK_ACK_TIMER`).
+    pub ack_timer_pending: bool,
+
+    // ---- requests to the connection ----
+    /// Send an ACK for this `rcv_nxt` with ECE as given, now (`__tcp_send_ack(sk,
+    /// prior_rcv_nxt)`, DCTCP's ACK reflecting the previous CE state).
+    pub tx_ack: Option<(SeqNumber, bool)>,
+    /// ACK the current data at once (`icsk_ack.pending |= ICSK_ACK_NOW`).
+    pub ack_now: bool,
+    /// Pace this socket (`sk_pacing_status` NONE → NEEDED, as `bbr_init()` does).
+    pub request_pacing: bool,
 }
 
 impl CcSock {
-    /// A socket view with cwnd `cwnd`, infinite ssthresh, at time zero.
+    /// A socket view with cwnd `cwnd`, infinite ssthresh, unpaced, at time zero.
     pub fn new(cwnd: u32, hz: u32) -> CcSock {
         CcSock {
             snd_cwnd: cwnd,
@@ -108,13 +174,35 @@ impl CcSock {
             snd_cwnd_cnt: 0,
             snd_cwnd_clamp: u32::MAX,
             prior_cwnd: 0,
+            pacing_rate: u64::MAX,
+            max_pacing_rate: u64::MAX,
+            app_limited: 0,
+            demand_cwr: false,
             snd_una: SeqNumber(0),
             snd_nxt: SeqNumber(0),
+            rcv_nxt: SeqNumber(0),
             cwnd_limited: false,
             jiffies: 0,
             now_us: 0,
+            clock_ns: 0,
+            wstamp_ns: 0,
             lsndtime: 0,
             hz,
+            mss_cache: 1448,
+            srtt_us: 0,
+            min_rtt_us: u32::MAX,
+            delivered: 0,
+            delivered_ce: 0,
+            lost: 0,
+            delivered_mstamp_us: 0,
+            packets_out: 0,
+            in_flight: 0,
+            ca_state: CaState::Open,
+            ecn_ok: false,
+            ack_timer_pending: false,
+            tx_ack: None,
+            ack_now: false,
+            request_pacing: false,
         }
     }
 
@@ -166,24 +254,32 @@ pub struct AckSample {
     pub in_flight: u32,
 }
 
-/// `struct rate_sample` (include/net/tcp.h), as `cong_control` receives it.
+/// `struct rate_sample` (include/net/tcp.h), as `cong_control` receives it
+/// (`tcp_rate_gen()` fills it at the end of `tcp_ack()`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RateSample {
-    /// Packets delivered over the sample interval (`delivered`; -1 in Linux when invalid,
-    /// here `interval_us == 0`).
-    pub delivered: u32,
-    /// Sample interval in µs (`interval_us`); 0 = no valid sample.
-    pub interval_us: u64,
-    /// Packets newly (S)ACKed by this ACK (`acked_sacked`).
-    pub acked_sacked: u32,
-    /// Packets newly marked lost by this ACK (`losses`).
-    pub losses: u32,
-    /// Packets in flight before this ACK (`prior_in_flight`).
-    pub prior_in_flight: u32,
-    /// RTT of the most recently sent (S)ACKed packet, µs (`rtt_us`; `None` = -1).
+    /// `prior_delivered`: `tp->delivered` when the most recently sent (S)ACKed packet
+    /// was sent.
+    pub prior_delivered: u32,
+    /// `delivered`: packets delivered over the interval; `None` is Linux's -1 (invalid).
+    pub delivered: Option<u32>,
+    /// `interval_us`: the sample's interval, max(send phase, ACK phase); `None` = -1.
+    pub interval_us: Option<u64>,
+    /// `rtt_us`: RTT of the most recently sent (S)ACKed never-retransmitted packet
+    /// (`None` = -1).
     pub rtt_us: Option<u64>,
-    /// The sample was taken while the sender was application-limited.
+    /// `losses`: packets newly marked lost by this ACK.
+    pub losses: u32,
+    /// `acked_sacked`: packets newly (S)ACKed by this ACK.
+    pub acked_sacked: u32,
+    /// `prior_in_flight`: packets in flight before this ACK.
+    pub prior_in_flight: u32,
+    /// `is_app_limited`: the sample was taken while application-limited.
     pub is_app_limited: bool,
+    /// `is_retrans`: the sample's packet was retransmitted.
+    pub is_retrans: bool,
+    /// `is_ack_delayed`: the ACK may have been delayed (`FLAG_ACK_MAYBE_DELAYED`).
+    pub is_ack_delayed: bool,
 }
 
 /// Module-specific `ss -ti` fields (`union tcp_cc_info`, returned by `get_info`).
@@ -233,8 +329,9 @@ pub enum CcInfo {
 pub trait CongestionOps: fmt::Debug {
     /// `name`, as `ss` prints it and `TCP_CONGESTION` takes it.
     fn name(&self) -> &'static str;
-    /// `init()`: a connection starts using this module.
-    fn init(&mut self, _tp: &CcSock) {}
+    /// `init()`: a connection starts using this module (`tcp_init_congestion_control()`:
+    /// at the end of the handshake, or at once when set on an open socket).
+    fn init(&mut self, _tp: &mut CcSock) {}
     /// `release()`: the connection stops using it.
     fn release(&mut self) {}
     /// `ssthresh()`: the slow-start threshold after a congestion event (required).
@@ -249,16 +346,32 @@ pub trait CongestionOps: fmt::Debug {
     }
     /// `cong_control()`: full control of cwnd (and pacing) from a delivery-rate sample.
     fn cong_control(&mut self, _tp: &mut CcSock, _rs: &RateSample) {}
-    /// `set_state()`: the CA state changes to `new`.
-    fn set_state(&mut self, _tp: &CcSock, _new: CaState) {}
+    /// `set_state()`: the CA state changes to `new` (`tp.ca_state` may be stale; the
+    /// module is only called on a real change).
+    fn set_state(&mut self, _tp: &mut CcSock, _new: CaState) {}
     /// `cwnd_event()`.
-    fn cwnd_event(&mut self, _tp: &CcSock, _ev: CaEvent) {}
+    fn cwnd_event(&mut self, _tp: &mut CcSock, _ev: CaEvent) {}
     /// `in_ack_event()` with `CA_ACK_*` flags.
     fn in_ack_event(&mut self, _tp: &CcSock, _flags: u32) {}
     /// `pkts_acked()`: packets were acknowledged (with the ACK's RTT sample, if any).
     fn pkts_acked(&mut self, _tp: &mut CcSock, _sample: &AckSample) {}
     /// `undo_cwnd()`: the cwnd to restore when a reduction proves spurious (required).
     fn undo_cwnd(&mut self, tp: &CcSock) -> u32;
+    /// `flags & TCP_CONG_NEEDS_ECN`: the module requires ECN (negotiated whatever
+    /// `tcp_ecn` says, ECT on every packet).
+    fn needs_ecn(&self) -> bool {
+        false
+    }
+    /// Whether the module reads the snapshot fields beyond cwnd, sequence numbers and
+    /// time (delivery counters, RTT, in-flight, ECN, ...): the connection refreshes them
+    /// before each call only then (an engine economy, not a Linux flag).
+    fn needs_snapshot(&self) -> bool {
+        true
+    }
+    /// `sndbuf_expand()`: send-buffer segments per cwnd segment (`tcp_sndbuf_expand()`).
+    fn sndbuf_expand(&self) -> u32 {
+        2
+    }
     /// `get_info()`: module fields for `tcp_info` / `ss -ti`.
     fn get_info(&self, _tp: &CcSock) -> CcInfo {
         CcInfo::None
@@ -273,13 +386,14 @@ pub trait CongestionOps: fmt::Debug {
 pub struct CcModule {
     /// The name (`tcp_congestion_ops.name`).
     pub name: &'static str,
-    /// Creates the module's per-connection state (not yet `init`ed).
-    pub new: fn(&TcpConfig) -> Box<dyn CongestionOps>,
+    /// Creates the module's per-connection state (not yet `init`ed); the seed is for
+    /// modules that draw random numbers (BBR's `prandom_u32_max()`).
+    pub new: fn(&TcpConfig, u64) -> Box<dyn CongestionOps>,
 }
 
 /// The registry: every module the engine knows, in `tcp_available_congestion_control`
 /// order. Adding a module = one file under `cc/` + one line here.
-pub const MODULES: &[&CcModule] = &[&reno::MODULE, &cubic::MODULE];
+pub const MODULES: &[&CcModule] = &[&reno::MODULE, &cubic::MODULE, &bbr::MODULE, &dctcp::MODULE, &vegas::MODULE];
 
 /// A congestion-control algorithm chosen by name (`net.ipv4.tcp_congestion_control`,
 /// `TCP_CONGESTION`): a handle on a [`MODULES`] entry.
@@ -311,11 +425,10 @@ impl CongestionAlgo {
     pub fn name(self) -> &'static str {
         self.0.name
     }
-    /// A new, initialised instance for a connection (`tcp_init_congestion_control()`).
-    pub fn instantiate(self, cfg: &TcpConfig, tp: &CcSock) -> Box<dyn CongestionOps> {
-        let mut m = (self.0.new)(cfg);
-        m.init(tp);
-        m
+    /// A new instance for a connection; the caller runs `init` when Linux's
+    /// `tcp_init_congestion_control()` would. `seed` feeds the module's own random draws.
+    pub fn instantiate(self, cfg: &TcpConfig, seed: u64) -> Box<dyn CongestionOps> {
+        (self.0.new)(cfg, seed)
     }
 }
 
@@ -341,12 +454,16 @@ mod test {
         assert_eq!(CongestionAlgo::from_name(" reno ").unwrap().name(), "reno");
         assert_eq!(CongestionAlgo::from_name("newreno").unwrap(), CongestionAlgo::RENO);
         let e = CongestionAlgo::from_name("westwood").unwrap_err().to_string();
-        assert!(e.contains("`westwood`") && e.contains("available: reno cubic"), "{e}");
+        assert!(e.contains("`westwood`") && e.contains("available: reno cubic bbr dctcp vegas"), "{e}");
         // every registered module instantiates under its own name
         let cfg = TcpConfig::default();
         for m in MODULES {
             let a = CongestionAlgo::from_name(m.name).unwrap();
-            assert_eq!(a.instantiate(&cfg, &CcSock::new(10, 1000)).name(), m.name);
+            let mut cc = a.instantiate(&cfg, 1);
+            let mut tp = CcSock::new(10, 1000);
+            tp.ecn_ok = true; // else DCTCP is dctcp-reno
+            cc.init(&mut tp);
+            assert_eq!(cc.name(), m.name);
         }
     }
 }

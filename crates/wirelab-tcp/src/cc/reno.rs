@@ -6,7 +6,7 @@ use crate::config::TcpConfig;
 /// Registry entry.
 pub const MODULE: CcModule = CcModule { name: "reno", new: new_module };
 
-fn new_module(_cfg: &TcpConfig) -> Box<dyn CongestionOps> {
+fn new_module(_cfg: &TcpConfig, _seed: u64) -> Box<dyn CongestionOps> {
     Box::new(Reno)
 }
 
@@ -40,6 +40,9 @@ impl CongestionOps for Reno {
     /// `tcp_reno_undo_cwnd()`.
     fn undo_cwnd(&mut self, tp: &CcSock) -> u32 {
         tp.snd_cwnd.max(tp.prior_cwnd)
+    }
+    fn needs_snapshot(&self) -> bool {
+        false
     }
 }
 

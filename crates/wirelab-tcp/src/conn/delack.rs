@@ -66,9 +66,9 @@ impl DelAck {
         }
     }
 
-    /// `tcp_enter_quickack_mode()`.
-    pub fn enter_quickack_mode(&mut self, rcv_window: u32) {
-        self.incr_quickack(rcv_window, self.max_quickacks);
+    /// `tcp_enter_quickack_mode()` with up to `max` quick ACKs.
+    pub fn enter_quickack_mode(&mut self, rcv_window: u32, max: u32) {
+        self.incr_quickack(rcv_window, max);
         self.pingpong = false;
         self.ato = self.ato_min;
     }

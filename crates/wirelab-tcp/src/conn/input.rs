@@ -4,12 +4,13 @@
 //! the quick-ACK / delayed-ACK decisions (`tcp_event_data_recv`, `__tcp_ack_snd_check`)
 //! and receive-buffer tuning (`tcp_rcv_space_adjust`, `tcp_grow_window`).
 use super::delack::{ACK_NOW, ACK_SCHED};
+use super::ecn::EcnRx;
 use super::scoreboard::{CleanResult, SackTag};
 use super::thin::rdb_check_rtx_queue_loss;
 use super::timer::timer_at;
 use super::{Conn, Out, RstSpec, SkTimer, XmitTimer, TCP_MIN_MSS, TCP_MSS_DEFAULT};
 use crate::api::{SockError, TcpState};
-use crate::cc::{AckSample, CaState, RateSample, CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE};
+use crate::cc::{AckSample, CaEvent, CaState, CA_ACK_ECE, CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE};
 use crate::config::{RdbMode, TcpConfig};
 use crate::ring::SendRing;
 use crate::wire::{flags, SackBlocks, SeqNumber, TcpRepr};
@@ -25,6 +26,8 @@ pub(super) const FLAG_DATA_ACKED: u32 = 0x04;
 pub(super) const FLAG_RETRANS_DATA_ACKED: u32 = 0x08;
 /// New SACK.
 pub(super) const FLAG_DATA_SACKED: u32 = 0x20;
+/// ECE in this ACK (on an ECN connection).
+pub(super) const FLAG_ECE: u32 = 0x40;
 /// Never-retransmitted data below `high_seq` was (S)ACKed.
 pub(super) const FLAG_ORIG_SACK_ACKED: u32 = 0x200;
 /// `snd_una` advanced.
@@ -37,12 +40,13 @@ impl Conn {
     /// `tcp_rcv_established`).
     pub fn process(&mut self, cfg: &TcpConfig, now: Instant, r: &TcpRepr, tos: u8, out: &mut Out) {
         self.stats.segs_in += 1;
+        self.last_now = now;
         if !r.payload.is_empty() {
             if let Some(p) = self.rcv_policy.as_mut() {
                 p.on_data(now, r.payload.len());
             }
         }
-        let _ = tos;
+        self.rx_tos = tos;
         match self.state {
             TcpState::Closed | TcpState::Listen => {}
             TcpState::SynSent => self.rcv_synsent(cfg, now, r, out),
@@ -84,6 +88,7 @@ impl Conn {
             self.rcv_wscale = 0;
         }
         if r.has(flags::ACK) {
+            self.ecn.rcv_synack(r.has(flags::ECE), r.has(flags::CWR));
             self.snd_una = r.ack;
             self.snd_wnd = r.window as u32; // never scaled in a SYN
             self.max_window = self.snd_wnd;
@@ -97,6 +102,7 @@ impl Conn {
             }
         } else {
             // Simultaneous open: SYN-RECV, SYN-ACK pending.
+            self.ecn.rcv_syn(r.has(flags::ECE), r.has(flags::CWR));
             self.state = TcpState::SynRecv;
             self.snd_wnd = r.window as u32;
             self.snd_wl1 = r.seq;
@@ -136,6 +142,9 @@ impl Conn {
         if no_sample {
             // TCP_TIMEOUT_FALLBACK after a lost SYN without an RTT sample
             self.rtt.rto = wirelab_core::Duration::from_secs(3).max(cfg.rto_init);
+        }
+        if !self.cc_initialized {
+            self.init_congestion_control(cfg, now);
         }
         self.snd_buf_seq = self.iss + 1;
         self.snd_sml = self.snd_nxt;
@@ -250,6 +259,9 @@ impl Conn {
             self.max_window = self.snd_wnd;
             self.snd_wl1 = r.seq;
             self.handshake_done(cfg, now, r);
+            if !self.cc.has_cong_control() {
+                self.update_pacing_rate(cfg);
+            }
             if self.fin_queued {
                 self.state = TcpState::FinWait1;
             }
@@ -304,10 +316,35 @@ impl Conn {
         self.ack.send_now = true;
     }
 
-    /// `tcp_enter_quickack_mode()`.
+    /// `tcp_enter_quickack_mode(sk, TCP_MAX_QUICKACKS)`.
     pub(super) fn enter_quickack_mode(&mut self) {
         let w = self.receive_window();
-        self.ack.enter_quickack_mode(w);
+        self.ack.enter_quickack_mode(w, self.ack.max_quickacks);
+    }
+
+    /// `tcp_data_ecn_check()`: CE → tell a module that needs ECN, start echoing ECE with
+    /// `tcp_enter_quickack_mode(sk, 2)`; Not-ECT after ECT → quick-ACK (a retransmission).
+    fn data_ecn_check(&mut self, cfg: &TcpConfig, now: Instant) {
+        let quick = match self.ecn.data_check(self.rx_tos) {
+            EcnRx::None => false,
+            EcnRx::Quickack => true,
+            EcnRx::Ce => {
+                if self.cc.needs_ecn() {
+                    self.ca_event(cfg, now, CaEvent::EcnIsCe);
+                }
+                self.ecn.ce_echo()
+            }
+            EcnRx::Ect => {
+                if self.cc.needs_ecn() {
+                    self.ca_event(cfg, now, CaEvent::EcnNoCe);
+                }
+                false
+            }
+        };
+        if quick {
+            let w = self.receive_window();
+            self.ack.enter_quickack_mode(w, 2);
+        }
     }
 
     // ------------------------------------------------------------------------------------
@@ -339,20 +376,27 @@ impl Conn {
             self.retransmits = 0;
         }
         flag |= self.ack_update_window(r);
+        if self.ecn.rcv_ecn_echo(r.has(flags::ECE), r.has(flags::SYN)) {
+            flag |= FLAG_ECE;
+        }
+        // tcp_ecn_accept_cwr(), on pure ACKs too ("a deviation from RFC3168" Linux makes)
+        if self.ecn.accept_cwr(r.has(flags::CWR), !r.payload.is_empty()) {
+            self.ack.pending |= ACK_NOW;
+        }
         self.probes_out = 0;
         let prior_delivered = self.rate.delivered;
+        let prior_lost = self.rtx.lost;
         let prior_in_flight = self.in_flight();
+        let prior_sacked = self.rtx.sacked_out;
+        self.rate.begin_ack();
         let mut sack: Option<SackTag> = None;
         if self.sack_ok && !r.sack.is_empty() {
-            let (st, dsack) = self.sacktag_write_queue(cfg, now, ack, &r.sack);
+            let (st, dsack) = self.sacktag_write_queue(cfg, now, ack, &r.sack, flag & FLAG_ECE != 0);
             flag |= if st.orig_sack_acked { FLAG_ORIG_SACK_ACKED } else { 0 }
                 | if st.data_sacked { FLAG_DATA_SACKED } else { 0 }
                 | if dsack { FLAG_DSACKING_ACK } else { 0 };
             sack = Some(st);
         }
-        // tcp_in_ack_event(): every ACK takes the slow path here (no header prediction)
-        let ev = CA_ACK_SLOWPATH | if flag & FLAG_WIN_UPDATE != 0 { CA_ACK_WIN_UPDATE } else { 0 };
-        self.cc.in_ack_event(&self.tp, ev);
         // RDB (2015 patch, rdb_ack_event): loss revealed by a bundle means congestion
         let rdb_lost = if flag & FLAG_SND_UNA_ADVANCED != 0 && self.thin.rdb_mode(cfg) == RdbMode::Lcn2015 {
             rdb_check_rtx_queue_loss(&self.rtx, ack)
@@ -361,6 +405,7 @@ impl Conn {
         };
         let (cl, freed) = self.clean_rtx_queue(cfg, now, ack, &mut flag);
         let ca_rtt = self.ack_rtt_sample(cfg, now, r, &cl, sack.as_ref(), prior_in_flight);
+        self.in_ack_event(cfg, now, flag);
         self.ack_set_xmit_timer(cfg, now, prior_packets, cl.acked_pkts);
         let newly_sacked = sack.map_or(0, |s| s.newly);
         // Reno "SACK" emulation counts duplicate ACKs.
@@ -370,18 +415,28 @@ impl Conn {
             && prior_packets > 0
             && cl.acked_pkts == 0;
         let num_dupack = is_dupack as u32;
-        let dubious = is_dupack || newly_sacked > 0 || flag & FLAG_DSACKING_ACK != 0 || self.ca_state != CaState::Open;
+        // tcp_ack_is_dubious(): FLAG_CA_ALERT = DATA_SACKED | ECE | DSACKING_ACK
+        let dubious = is_dupack
+            || newly_sacked > 0
+            || flag & (FLAG_DSACKING_ACK | FLAG_ECE) != 0
+            || self.ca_state != CaState::Open;
         let delivered_now = self.rate.delivered - prior_delivered;
         if self.rtx.packets_out > 0 || prior_packets > 0 {
             if dubious {
                 self.fastretrans_alert(cfg, now, prior_snd_una, flag, num_dupack);
             }
-            let rs = RateSample {
-                acked_sacked: if self.sack_ok { delivered_now } else { delivered_now.max(num_dupack) },
-                prior_in_flight,
-                rtt_us: ca_rtt,
-                ..RateSample::default()
-            };
+            // tcp_rate_gen(): acked_sacked and the losses this ACK revealed
+            let acked_sacked = if self.sack_ok { delivered_now } else { delivered_now.max(num_dupack) };
+            let lost = self.rtx.lost.wrapping_sub(prior_lost);
+            let mut rs = self.rate.gen(now, acked_sacked, lost, self.rtt.min_rtt_us);
+            rs.rtt_us = ca_rtt;
+            rs.prior_in_flight = prior_in_flight;
+            // FLAG_ACK_MAYBE_DELAYED: one lone runt ACKed, nothing else going on
+            rs.is_ack_delayed = cl.acked_pkts == 1
+                && cl.last_data_len < self.mss_cache
+                && prior_in_flight == 1
+                && prior_sacked == 0
+                && flag & (FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK) == 0;
             self.cong_control(cfg, now, &rs, flag & FLAG_SND_UNA_ADVANCED != 0, cl.acked_pkts > 0);
         }
         if rdb_lost > 0 && self.state != TcpState::Closed {
@@ -399,6 +454,20 @@ impl Conn {
             return;
         }
         self.check_space(cfg, freed, out);
+    }
+
+    /// `tcp_in_ack_event()`: the ACK's `CA_ACK_*` flags for the module (every ACK takes
+    /// the slow path here: there is no header prediction).
+    fn in_ack_event(&mut self, cfg: &TcpConfig, now: Instant, flag: u32) {
+        let mut ev = CA_ACK_SLOWPATH;
+        if flag & FLAG_WIN_UPDATE != 0 {
+            ev |= CA_ACK_WIN_UPDATE;
+        }
+        if flag & FLAG_ECE != 0 {
+            ev |= CA_ACK_ECE;
+        }
+        self.sync_tp(cfg, now);
+        self.cc.in_ack_event(&self.tp, ev);
     }
 
     /// `tcp_ack_update_window()`: returns `FLAG_WIN_UPDATE` when the window changed.
@@ -422,8 +491,11 @@ impl Conn {
     fn clean_rtx_queue(&mut self, cfg: &TcpConfig, now: Instant, ack: SeqNumber, flag: &mut u32) -> (CleanResult, u32) {
         let prior_fack = self.rtx.fack_seq(self.snd_una, self.sack_ok);
         let (rate, rack, sack_ok, min_rtt_us) = (&mut self.rate, &mut self.rack, self.sack_ok, self.rtt.min_rtt_us);
+        let ece = *flag & FLAG_ECE != 0;
         let cl = self.rtx.clean_acked(ack, self.high_seq, self.snd_nxt, |seg| {
-            rate.skb_delivered(seg, now);
+            let mut s = *seg;
+            rate.skb_delivered(&mut s);
+            rate.count_delivered(1, ece);
             if sack_ok {
                 rack.advance(now, seg.sacked, seg.end, seg.xmit, min_rtt_us);
             }
@@ -467,8 +539,7 @@ impl Conn {
 
     /// `tcp_ack_update_rtt()` with the samples of this ACK (Karn: the oldest newly ACKed
     /// never-retransmitted segment, else SACKed ones, else the timestamp echo), then the
-    /// module's `pkts_acked` and `tcp_rate_gen()`. Returns the congestion-control RTT
-    /// sample (`ca_rtt_us`).
+    /// module's `pkts_acked`. Returns the congestion-control RTT sample (`ca_rtt_us`).
     fn ack_rtt_sample(&mut self, cfg: &TcpConfig, now: Instant, r: &TcpRepr, cl: &CleanResult, sack: Option<&SackTag>, prior_in_flight: u32) -> Option<u64> {
         let since = |t: Instant| now.saturating_since(t).as_micros().max(1);
         let mut seq_rtt = None;
@@ -496,7 +567,6 @@ impl Conn {
             self.sync_tp(cfg, now);
             let sample = AckSample { pkts_acked: cl.acked_pkts, rtt_us: ca_rtt, in_flight: prior_in_flight };
             self.cc.pkts_acked(&mut self.tp, &sample);
-            self.rate.gen(now, self.mss_cache);
         }
         ca_rtt
     }
@@ -621,6 +691,7 @@ impl Conn {
             self.queue_in_order(cfg, now, r, data, fin_in, out);
         } else {
             // out of order: tcp_data_queue_ofo()
+            self.data_ecn_check(cfg, now);
             if !data.is_empty() {
                 let end = seq + data.len() as u32;
                 if self.ofo.insert(seq, end, self.sack_ok) {
@@ -725,6 +796,7 @@ impl Conn {
         self.rcvq.measure(now, ts, len, self.ack.rcv_mss, self.rcv_nxt, self.rcv_wnd);
         let w = self.receive_window();
         self.ack.update_ato(cfg, now, self.rtt.rto, w);
+        self.data_ecn_check(cfg, now);
         if len >= 128 {
             self.grow_window(cfg, len);
         }

@@ -14,7 +14,8 @@
 //! [`rtt::RttEstimator`], [`scoreboard::RtxQueue`] (rtx queue + SACK scoreboard),
 //! [`rack::Rack`], [`delack::DelAck`] (`icsk_ack`), [`rcvspace::RcvSpace`],
 //! [`undo::Undo`], [`prr::Prr`], [`rate::RateState`] (`tcp_rate.c`),
-//! [`ofo::OfoQueue`], [`thin::ThinState`]. Parts never call the connection; the
+//! [`ofo::OfoQueue`], [`thin::ThinState`], [`ecn::Ecn`] (`ecn_flags`),
+//! [`pacing::Pacing`] (EDT and internal pacing). Parts never call the connection; the
 //! connection's files call parts, and the call direction between them is
 //! socket/timer/input → recovery/rack → output → parts (output only calls back into
 //! recovery to schedule a loss probe, as `tcp_write_xmit()` does).
@@ -29,10 +30,13 @@ use std::collections::VecDeque;
 use std::net::SocketAddrV4;
 use wirelab_core::{Instant, SockEvent};
 
+mod cong;
 mod delack;
+mod ecn;
 mod input;
 mod ofo;
 mod output;
+mod pacing;
 mod prr;
 mod rack;
 mod rate;
@@ -47,8 +51,10 @@ mod undo;
 
 pub(crate) use timer::{SkTimer, XmitTimer};
 
-use delack::DelAck;
+use delack::{DelAck, ACK_TIMER};
+use ecn::Ecn;
 use ofo::OfoQueue;
+use pacing::Pacing;
 use prr::Prr;
 use rack::Rack;
 use rate::RateState;
@@ -176,6 +182,22 @@ pub(crate) struct Conn {
     thin: ThinState,
     tp: CcSock,
     cc: Box<dyn CongestionOps>,
+    /// `icsk_ca_initialized`: the module's `init` ran.
+    cc_initialized: bool,
+    /// The module reads the full snapshot (`CongestionOps::needs_snapshot`).
+    cc_snapshot: bool,
+    /// `tp->ecn_flags`.
+    ecn: Ecn,
+    /// The ECN field of the segment being processed (`TCP_SKB_CB(skb)->ip_dsfield`).
+    rx_tos: u8,
+    /// The SYN's (ECE and CWR, ECT) for `tcp_ecn_create_request()` (passive side).
+    syn_ecn: (bool, bool),
+    /// The last time the driver passed in (for calls that carry none, `setsockopt`).
+    last_now: Instant,
+    /// An ACK a module asked for (`__tcp_send_ack(sk, rcv_nxt)` with an older `rcv_nxt`
+    /// and the ECE it had then), sent before anything else.
+    special_ack: Option<(SeqNumber, bool)>,
+    pacing: Pacing,
     // cwnd validation (tcp_cwnd_validate)
     is_cwnd_limited: bool,
     max_packets_out: u32,
@@ -228,6 +250,8 @@ impl Conn {
         iss: u32,
         ts_offset: u32,
     ) -> Conn {
+        // the module's random draws come from values the endpoint's RNG already produced
+        let cc_seed = (iss as u64) << 32 | ts_offset as u64;
         let iss = SeqNumber(iss);
         let mut tp = CcSock::new(cfg.init_cwnd.max(1), cfg.hz);
         tp.snd_una = iss;
@@ -235,7 +259,7 @@ impl Conn {
         tp.jiffies = jiffies(cfg, now);
         tp.now_us = now.as_nanos() / 1000;
         tp.lsndtime = jiffies(cfg, now);
-        let cc = cfg.tcp_congestion_control.instantiate(cfg, &tp);
+        let cc = cfg.tcp_congestion_control.instantiate(cfg, cc_seed);
         Conn {
             id,
             state: TcpState::Closed,
@@ -294,7 +318,15 @@ impl Conn {
             rack: Rack::new(iss),
             thin: ThinState::default(),
             tp,
+            cc_snapshot: cc.needs_snapshot(),
             cc,
+            cc_initialized: false,
+            ecn: Ecn::default(),
+            rx_tos: 0,
+            syn_ecn: (false, false),
+            last_now: now,
+            special_ack: None,
+            pacing: Pacing::new(now),
             is_cwnd_limited: false,
             max_packets_out: 0,
             cwnd_usage_seq: iss,
@@ -361,6 +393,7 @@ impl Conn {
         syn: &TcpRepr,
         listener: SocketId,
         tos: u8,
+        syn_tos: u8,
     ) -> Conn {
         let mut c = Conn::base(cfg, id, local, remote, now, iss, ts_offset);
         c.state = TcpState::SynRecv;
@@ -375,6 +408,10 @@ impl Conn {
         c.snd_wl1 = syn.seq;
         c.select_initial_window(cfg);
         c.tx_syn = true;
+        c.syn_ecn = (
+            syn.has(crate::wire::flags::ECE) && syn.has(crate::wire::flags::CWR),
+            syn_tos & ecn::INET_ECN_MASK != ecn::INET_ECN_NOT_ECT,
+        );
         c
     }
 
@@ -433,12 +470,69 @@ impl Conn {
     }
     /// Refreshes the congestion module's view of the socket.
     fn sync_tp(&mut self, cfg: &TcpConfig, now: Instant) {
-        self.tp.snd_una = self.snd_una;
-        self.tp.snd_nxt = self.snd_nxt;
-        self.tp.jiffies = jiffies(cfg, now);
-        self.tp.now_us = now.as_nanos() / 1000;
-        self.tp.lsndtime = jiffies(cfg, self.lsndtime);
-        self.tp.cwnd_limited = self.tcp_is_cwnd_limited();
+        let cwnd_limited = self.tcp_is_cwnd_limited();
+        let tp = &mut self.tp;
+        tp.snd_una = self.snd_una;
+        tp.snd_nxt = self.snd_nxt;
+        tp.jiffies = jiffies(cfg, now);
+        tp.now_us = now.as_nanos() / 1000;
+        tp.lsndtime = jiffies(cfg, self.lsndtime);
+        tp.cwnd_limited = cwnd_limited;
+        if self.cc_snapshot {
+            self.sync_tp_snapshot(now);
+        }
+    }
+
+    /// The rest of the view, for modules that read it.
+    fn sync_tp_snapshot(&mut self, now: Instant) {
+        let tp = &mut self.tp;
+        tp.rcv_nxt = self.rcv_nxt;
+        tp.clock_ns = now.as_nanos();
+        tp.wstamp_ns = self.pacing.wstamp.as_nanos();
+        tp.mss_cache = self.mss_cache;
+        tp.srtt_us = self.rtt.srtt_us;
+        tp.min_rtt_us = self.rtt.min_rtt_us;
+        tp.delivered = self.rate.delivered;
+        tp.delivered_ce = self.rate.delivered_ce;
+        tp.lost = self.rtx.lost;
+        tp.delivered_mstamp_us = self.rate.delivered_mstamp.as_nanos() / 1000;
+        tp.packets_out = self.rtx.packets_out;
+        tp.in_flight = self.rtx.in_flight();
+        tp.ca_state = self.ca_state;
+        tp.app_limited = self.rate.app_limited;
+        tp.ecn_ok = self.ecn.ok();
+        tp.demand_cwr = self.ecn.has(ecn::TCP_ECN_DEMAND_CWR);
+        tp.ack_timer_pending = self.ack.pending & ACK_TIMER != 0;
+    }
+
+    /// Applies what a module changed or asked for in its view (`app_limited`,
+    /// `ecn_flags`, pacing request, ACK requests) after a call.
+    fn apply_tp(&mut self) {
+        if !self.cc_snapshot {
+            return; // such modules change only cwnd and ssthresh
+        }
+        self.rate.app_limited = self.tp.app_limited;
+        self.ecn.set(ecn::TCP_ECN_DEMAND_CWR, self.tp.demand_cwr);
+        if let Some(a) = self.tp.tx_ack.take() {
+            self.special_ack = Some(a);
+        }
+        if std::mem::take(&mut self.tp.ack_now) {
+            self.ack.pending |= delack::ACK_NOW;
+        }
+        if std::mem::take(&mut self.tp.request_pacing) {
+            self.request_pacing();
+        }
+    }
+
+    /// `sk_pacing_status` NONE → NEEDED (`cmpxchg` in `bbr_init()` and
+    /// `SO_MAX_PACING_RATE`): pace internally unless `fq` already does.
+    fn request_pacing(&mut self) {
+        self.pacing.request();
+    }
+
+    /// Whether an `fq` qdisc paces this socket's packets (`SK_PACING_FQ`).
+    pub fn set_fq_pacing(&mut self, on: bool) {
+        self.pacing.set_fq(on);
     }
     /// `tcp_is_cwnd_limited()`.
     fn tcp_is_cwnd_limited(&self) -> bool {
@@ -453,7 +547,7 @@ impl Conn {
     /// `tcp_set_ca_state()`.
     fn set_ca_state(&mut self, s: CaState) {
         if self.ca_state != s {
-            self.cc.set_state(&self.tp, s);
+            self.cc.set_state(&mut self.tp, s);
             self.ca_state = s;
         }
     }
@@ -471,11 +565,13 @@ impl Conn {
 
     /// Earliest armed timer.
     pub fn next_deadline(&self) -> Option<Instant> {
-        let mut t = self.xmit_timer.map(|(t, _)| t);
-        for c in [self.ack.timer, self.sk_timer.map(|(t, _)| t)].into_iter().flatten() {
-            t = Some(t.map_or(c, |x: Instant| x.min(c)));
-        }
-        t
+        // branch-free min over the four timers (called on every endpoint re-key)
+        let ns = |o: Option<Instant>| o.map_or(u64::MAX, |t| t.as_nanos());
+        let t = ns(self.xmit_timer.map(|(t, _)| t))
+            .min(ns(self.ack.timer))
+            .min(ns(self.sk_timer.map(|(t, _)| t)))
+            .min(ns(self.pacing.timer));
+        (t != u64::MAX).then(|| Instant::from_nanos(t))
     }
 
     /// Approximate heap + struct bytes held by this connection.
@@ -491,6 +587,7 @@ impl Conn {
     /// True if the connection may have something to transmit right now.
     pub fn wants_transmit(&self) -> bool {
         self.ack.send_now
+            || self.special_ack.is_some()
             || self.tx_syn
             || self.tx_probe
             || self.tx_wakeup

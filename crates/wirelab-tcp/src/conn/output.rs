@@ -3,13 +3,29 @@
 //! building a segment (`tcp_transmit_skb` → `emit`), window selection
 //! (`tcp_select_initial_window`, `__tcp_select_window`, `tcp_select_window`) and cwnd
 //! validation (`tcp_cwnd_validate`, RFC 2861).
-use super::scoreboard::{TxSeg, SACKED_ACKED, SACKED_RETRANS};
+use super::ecn::{INET_ECN_ECT_0, INET_ECN_MASK, TCP_ECN_OK};
+use super::scoreboard::{TxSeg, EVER_RETRANS, SACKED_ACKED, SACKED_RETRANS};
 use super::{Conn, XmitTimer, TCPOLEN_TSTAMP_ALIGNED, TCP_MAX_WSCALE};
 use crate::api::TcpState;
 use crate::cc::{CaEvent, CaState};
 use crate::config::TcpConfig;
 use crate::wire::{self, flags, SeqNumber, TcpRepr};
 use wirelab_core::{Duration, Instant, Transmit, HEADROOM};
+
+/// What a segment is, for ECN marking (`tcp_ecn_send()`) and pacing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SegKind {
+    /// SYN or SYN-ACK.
+    Syn,
+    /// New data (ECT(0), CWR when queued).
+    NewData,
+    /// Retransmitted data (Not-ECT).
+    Rexmit,
+    /// Pure ACK, window probe (Not-ECT).
+    Control,
+    /// DCTCP's ACK for an older `rcv_nxt` with the ECE of the previous CE state.
+    SpecialAck(SeqNumber, bool),
+}
 
 impl Conn {
     // ------------------------------------------------------------------------------------
@@ -140,6 +156,7 @@ impl Conn {
 
     /// Produces at most one segment.
     pub fn poll_transmit(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        self.last_now = now;
         match self.state {
             TcpState::Closed | TcpState::Listen => return None,
             TcpState::SynSent | TcpState::SynRecv if self.tx_syn => {
@@ -150,6 +167,10 @@ impl Conn {
                 return self.ack.send_now.then(|| self.send_pure_ack(cfg, now, buf));
             }
             _ => {}
+        }
+        if let Some((ack, ece)) = self.special_ack.take() {
+            let seq = self.snd_nxt;
+            return Some(self.emit(cfg, now, buf, seq, flags::ACK, 0, 0, SegKind::SpecialAck(ack, ece)));
         }
         if self.rexmit_new {
             // tcp_xmit_recovery(REXMIT_NEW): new data first, Nagle off
@@ -183,7 +204,7 @@ impl Conn {
             self.tx_probe = false;
             // tcp_xmit_probe_skb(): an old sequence number elicits an ACK
             let seq = self.snd_una - 1;
-            return Some(self.emit(cfg, now, buf, seq, flags::ACK, 0, 0, false));
+            return Some(self.emit(cfg, now, buf, seq, flags::ACK, 0, 0, SegKind::Control));
         }
         if self.ack.send_now {
             return Some(self.send_pure_ack(cfg, now, buf));
@@ -194,7 +215,7 @@ impl Conn {
     /// `tcp_send_ack()`.
     fn send_pure_ack(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>) -> Transmit {
         let seq = self.snd_nxt;
-        self.emit(cfg, now, buf, seq, flags::ACK, 0, 0, false)
+        self.emit(cfg, now, buf, seq, flags::ACK, 0, 0, SegKind::Control)
     }
 
     /// `tcp_connect()` / `tcp_make_synack()` (and their retransmissions).
@@ -209,8 +230,36 @@ impl Conn {
             self.reset_xmit_timer(cfg, now, XmitTimer::Retrans, rto);
         }
         self.snd_nxt = self.iss + 1;
-        let fl = if synack { flags::SYN | flags::ACK } else { flags::SYN };
-        self.emit(cfg, now, buf, self.iss, fl, 0, 0, true)
+        let mut fl = if synack { flags::SYN | flags::ACK } else { flags::SYN };
+        fl |= self.syn_ecn_flags(cfg, synack);
+        self.emit(cfg, now, buf, self.iss, fl, 0, 0, SegKind::Syn)
+    }
+
+    /// ECN in the handshake: `tcp_ecn_send_syn()` (ECE|CWR when `tcp_ecn` = 1 or the
+    /// module needs ECN; not on a retransmitted SYN with `tcp_ecn_fallback`,
+    /// `tcp_ecn_clear_syn()`), `tcp_ecn_create_request()` + `tcp_ecn_make_synack()` on a
+    /// listener's child (ECE when the SYN asked with ECE|CWR, was not ECT, and
+    /// `tcp_ecn` ≠ 0 or the module needs ECN), `tcp_ecn_send_synack()` in a simultaneous
+    /// open (ECE when still negotiated).
+    fn syn_ecn_flags(&mut self, cfg: &TcpConfig, synack: bool) -> u8 {
+        let needs_ecn = self.cc.needs_ecn();
+        if !synack {
+            let use_ecn = cfg.tcp_ecn == 1 || needs_ecn;
+            if !self.syn_retrans {
+                self.ecn.flags = if use_ecn { TCP_ECN_OK } else { 0 };
+            }
+            return if use_ecn && !(self.syn_retrans && cfg.tcp_ecn_fallback) { flags::ECE | flags::CWR } else { 0 };
+        }
+        if self.listener.is_some() && !self.syn_retrans {
+            let (th_ecn, ect) = self.syn_ecn;
+            let ok = th_ecn && ((!ect && cfg.tcp_ecn != 0) || needs_ecn);
+            self.ecn.flags = if ok { TCP_ECN_OK } else { 0 };
+        }
+        if self.ecn.ok() {
+            flags::ECE
+        } else {
+            0
+        }
     }
 
     /// `tcp_xmit_retransmit_queue()`: resend segments marked lost, as cwnd allows.
@@ -227,13 +276,19 @@ impl Conn {
         if !s.seq.before(wnd_end) && s.seq != self.snd_una {
             return None;
         }
+        if self.pacing.check(now) {
+            return None;
+        }
         // tcp_retransmit_skb(): the stamp of the first retransmission
         if self.retrans_stamp.is_none() {
             self.retrans_stamp = Some(now);
         }
-        self.rtx.mark_retransmitted(k, now);
+        let edt = self.pacing.wstamp.max(now);
+        self.rtx.mark_retransmitted(k, edt);
+        self.rtx.q[k].tx = self.rate.skb_sent(edt, self.rtx.packets_out);
         self.stats.total_retrans += 1;
-        if self.ca_state == CaState::Recovery {
+        // tcp_in_cwnd_reduction(): CWR or Recovery
+        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
             self.prr.out += 1;
         }
         let off = s.seq.dist(self.snd_buf_seq);
@@ -251,7 +306,7 @@ impl Conn {
         if k == 0 && !self.xmit_timer_is(XmitTimer::ReoTimeout.bit()) {
             self.rearm_rto(cfg, now);
         }
-        Some(self.emit(cfg, now, buf, s.seq, fl, off, len, false))
+        Some(self.emit(cfg, now, buf, s.seq, fl, off, len, SegKind::Rexmit))
     }
 
     /// `tcp_send_loss_probe()` (3.10–4.12): new data if any can go (cwnd ignored, Nagle
@@ -293,11 +348,14 @@ impl Conn {
             self.stats.total_retrans += 1;
             self.tlp.retrans = true;
         }
+        let edt = self.pacing.wstamp.max(now);
+        let tx = self.rate.skb_sent(edt, self.rtx.packets_out);
         if let Some(m) = self.rtx.q.back_mut() {
-            m.xmit = now;
+            m.xmit = edt;
             m.rdb_start = m.seq;
+            m.tx = tx;
             if rack {
-                m.sacked |= SACKED_RETRANS | super::scoreboard::EVER_RETRANS;
+                m.sacked |= SACKED_RETRANS | EVER_RETRANS;
             }
         }
         self.tlp.high_seq = Some(self.snd_nxt);
@@ -307,7 +365,7 @@ impl Conn {
             fl |= flags::FIN;
         }
         let off = s.seq.dist(self.snd_buf_seq);
-        Some(self.emit(cfg, now, buf, s.seq, fl, off, len, false))
+        Some(self.emit(cfg, now, buf, s.seq, fl, off, len, SegKind::Rexmit))
     }
 
     /// `tcp_may_send_now()`: the head of the unsent queue passes the cwnd, receive-window
@@ -347,6 +405,10 @@ impl Conn {
             return None;
         }
         if !matches!(self.state, TcpState::Established | TcpState::CloseWait | TcpState::FinWait1 | TcpState::LastAck) {
+            return None;
+        }
+        // tcp_pacing_check() (tcp_write_wakeup() is not paced)
+        if !wakeup && self.pacing.check(now) {
             return None;
         }
         let mss = self.mss_cache;
@@ -394,16 +456,16 @@ impl Conn {
     #[allow(clippy::too_many_arguments)]
     fn send_new_segment(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, len: u32, with_fin: bool, unsent: u32, probe: bool) -> Transmit {
         if self.in_flight() == 0 {
-            self.sync_tp(cfg, now);
-            self.cc.cwnd_event(&self.tp, CaEvent::TxStart);
+            self.ca_event(cfg, now, CaEvent::TxStart);
         }
-        let (first_tx, delivered_mstamp, delivered) = self.rate.skb_sent(now, self.rtx.packets_out);
+        let edt = self.pacing.wstamp.max(now);
+        let tx = self.rate.skb_sent(edt, self.rtx.packets_out);
         let seq = self.snd_nxt;
         let end = seq + len + with_fin as u32;
         // RDB: the packet may start earlier than the new segment (never with a FIN)
         let rdb_start = if with_fin { seq } else { self.rdb_bundle_start(cfg, seq, len) };
         let prior_packets = self.rtx.packets_out;
-        self.rtx.push(TxSeg { seq, end, fin: with_fin, sacked: 0, xmit: now, rdb_start, first_tx, delivered_mstamp, delivered });
+        self.rtx.push(TxSeg { seq, end, fin: with_fin, sacked: 0, xmit: edt, rdb_start, tx });
         self.snd_nxt = end;
         if with_fin {
             self.fin_sent = true;
@@ -411,7 +473,8 @@ impl Conn {
         if len < self.mss_cache {
             self.snd_sml = end; // tcp_minshall_update
         }
-        if self.ca_state == CaState::Recovery {
+        // tcp_in_cwnd_reduction(): CWR or Recovery
+        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
             self.prr.out += 1;
         }
         // tcp_event_new_data_sent(): arm the RTO on the first outstanding packet
@@ -443,7 +506,9 @@ impl Conn {
             self.thin.rdb_bytes += bundled as u64;
         }
         let off = rdb_start.dist(self.snd_buf_seq);
-        self.emit(cfg, now, buf, rdb_start, fl, off, len + bundled, false)
+        // a bundle starts below snd_nxt: tcp_ecn_send() sees a retransmission (Not-ECT)
+        let kind = if bundled == 0 && len > 0 { SegKind::NewData } else { SegKind::Rexmit };
+        self.emit(cfg, now, buf, rdb_start, fl, off, len + bundled, kind)
     }
 
     // ------------------------------------------------------------------------------------
@@ -489,6 +554,7 @@ impl Conn {
 
     /// `tcp_cwnd_restart()`: RFC 2861 — halve cwnd per RTO of idleness, not below IW.
     fn cwnd_restart(&mut self, cfg: &TcpConfig, now: Instant, idle: Duration) {
+        self.ca_event(cfg, now, CaEvent::CwndRestart);
         let restart = cfg.init_cwnd.min(self.tp.snd_cwnd);
         self.sync_tp(cfg, now);
         self.tp.snd_ssthresh = self.current_ssthresh();
@@ -508,35 +574,48 @@ impl Conn {
     // Building a segment
     // ------------------------------------------------------------------------------------
 
-    /// Builds one segment into `buf` after the headroom (`tcp_transmit_skb`): options in
+    /// Builds one segment into `buf` after the headroom (`__tcp_transmit_skb`): options in
     /// `tcp_options_write()` order, the window (`tcp_select_window()`), SACK/D-SACK
-    /// blocks, payload from the send ring, checksum; `tcp_event_ack_sent()` for ACKs.
+    /// blocks, ECN bits (`tcp_ecn_send()`), payload from the send ring, checksum, the
+    /// departure time (EDT) and pacing rate for the qdisc; `tcp_event_ack_sent()` for
+    /// ACKs and `tcp_update_skb_after_send()` for data.
     #[allow(clippy::too_many_arguments)]
-    fn emit(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, seq: SeqNumber, fl: u8, off: u32, len: u32, syn: bool) -> Transmit {
+    fn emit(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, seq: SeqNumber, fl: u8, off: u32, len: u32, kind: SegKind) -> Transmit {
+        let (prior_wstamp, edt) = self.pacing.stamp(now);
         let mut r = TcpRepr::new(self.local.port(), self.remote.port());
         r.seq = seq;
         r.flags = fl;
         if fl & flags::ACK != 0 {
-            r.ack = self.rcv_nxt;
+            r.ack = match kind {
+                SegKind::SpecialAck(a, _) => a,
+                _ => self.rcv_nxt,
+            };
         }
-        if syn {
-            self.syn_options(cfg, now, &mut r);
-        } else {
-            r.window = self.select_window(cfg, now);
-            if self.tstamp_ok {
-                r.timestamp = Some((self.ts_now(now), self.ts_recent));
+        let needs_ecn = self.cc.needs_ecn();
+        let ect = match kind {
+            SegKind::Syn => {
+                self.syn_options(cfg, now, &mut r);
+                needs_ecn && self.ecn.ok()
             }
-            if self.sack_ok && fl & flags::RST == 0 {
-                if let Some((l, rr)) = self.ofo.dsack.take() {
-                    if cfg.tcp_dsack {
-                        r.sack.push(l, rr);
-                    }
+            SegKind::SpecialAck(_, ece) => {
+                if ece {
+                    r.flags |= flags::ECE;
                 }
-                for &(l, rr) in self.ofo.sacks.as_slice() {
-                    r.sack.push(l, rr);
-                }
+                self.established_options(cfg, now, &mut r);
+                needs_ecn && self.ecn.ok()
             }
-        }
+            _ => {
+                let (ect, cwr, ece) = self.ecn.send(kind == SegKind::NewData, needs_ecn);
+                if cwr {
+                    r.flags |= flags::CWR;
+                }
+                if ece {
+                    r.flags |= flags::ECE;
+                }
+                self.established_options(cfg, now, &mut r);
+                ect
+            }
+        };
         let hl = r.header_len();
         buf.truncate(HEADROOM);
         buf.resize(HEADROOM + hl, 0);
@@ -551,10 +630,47 @@ impl Conn {
         let dst = *self.remote.ip();
         wire::fill_checksum_tail(&mut buf[HEADROOM..], tail, src, dst);
         self.stats.segs_out += 1;
-        if fl & flags::ACK != 0 {
-            self.ack.on_ack_sent();
+        match kind {
+            // tcp_event_ack_sent() returns early for DCTCP's older-rcv_nxt ACK
+            SegKind::SpecialAck(a, _) if a != self.rcv_nxt => {}
+            _ if fl & flags::ACK != 0 => self.ack.on_ack_sent(),
+            _ => {}
         }
-        Transmit { src, dst, proto: wirelab_wire::ip_proto::TCP, tos: self.tos, dont_frag: true, tail, ..Default::default() }
+        if len > 0 {
+            self.pacing.after_send(len, prior_wstamp, self.tp.pacing_rate);
+        }
+        // a TCP socket's own TOS never carries ECN bits (do_ip_setsockopt(IP_TOS))
+        let tos = (self.tos & !INET_ECN_MASK) | if ect { INET_ECN_ECT_0 } else { 0 };
+        Transmit {
+            src,
+            dst,
+            proto: wirelab_wire::ip_proto::TCP,
+            tos,
+            dont_frag: true,
+            sk: 0,
+            txtime: edt,
+            pacing_rate: self.tp.pacing_rate,
+            tail,
+        }
+    }
+
+    /// Window, timestamps and SACK/D-SACK blocks of a non-SYN segment
+    /// (`tcp_established_options()`).
+    fn established_options(&mut self, cfg: &TcpConfig, now: Instant, r: &mut TcpRepr) {
+        r.window = self.select_window(cfg, now);
+        if self.tstamp_ok {
+            r.timestamp = Some((self.ts_now(now), self.ts_recent));
+        }
+        if self.sack_ok && r.flags & flags::RST == 0 {
+            if let Some((l, rr)) = self.ofo.dsack.take() {
+                if cfg.tcp_dsack {
+                    r.sack.push(l, rr);
+                }
+            }
+            for &(l, rr) in self.ofo.sacks.as_slice() {
+                r.sack.push(l, rr);
+            }
+        }
     }
 
     /// SYN / SYN-ACK options (`tcp_syn_options()`, `tcp_synack_options()`): a SYN offers

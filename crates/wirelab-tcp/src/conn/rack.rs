@@ -112,7 +112,7 @@ impl Rack {
         let Some(mstamp) = self.mstamp else { return 0 };
         let mut timeout = 0u64;
         let due = self.rtt_us + reo_wnd;
-        let RtxQueue { q, lost_out, retrans_out, .. } = rtx;
+        let RtxQueue { q, lost_out, retrans_out, lost, .. } = rtx;
         for s in q.iter_mut() {
             if s.sacked & SACKED_ACKED != 0 {
                 continue;
@@ -129,7 +129,7 @@ impl Rack {
             }
             let waited = now.saturating_since(s.xmit).as_micros();
             if waited >= due {
-                mark_seg_lost(s, lost_out, retrans_out);
+                mark_seg_lost(s, lost_out, retrans_out, lost);
             } else {
                 timeout = timeout.max(due - waited);
             }
@@ -211,9 +211,7 @@ mod test {
                 sacked: 0,
                 xmit: t,
                 rdb_start: SeqNumber(i * 100),
-                first_tx: t,
-                delivered_mstamp: t,
-                delivered: 0,
+                tx: Default::default(),
             });
         }
         let mut r = Rack::new(SeqNumber(0));

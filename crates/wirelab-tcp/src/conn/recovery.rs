@@ -1,12 +1,12 @@
 //! Loss recovery (the recovery half of `tcp_input.c`, plus `tcp_schedule_loss_probe()`):
 //! SACK tagging, `tcp_fastretrans_alert()` and its steps, undo, PRR, CWR, loss marking,
 //! early retransmit (RFC 5827) and tail loss probe.
-use super::input::{FLAG_DATA_SACKED, FLAG_ORIG_SACK_ACKED, FLAG_SND_UNA_ADVANCED};
+use super::input::{FLAG_DATA_SACKED, FLAG_ECE, FLAG_ORIG_SACK_ACKED, FLAG_SND_UNA_ADVANCED};
 use super::scoreboard::{SackTag, LOST};
 use super::timer::{round_jiffies, timer_at};
 use super::{Conn, XmitTimer};
 use crate::api::TcpState;
-use crate::cc::{CaEvent, CaState, RateSample, TCP_INFINITE_SSTHRESH};
+use crate::cc::{CaEvent, CaState, TCP_INFINITE_SSTHRESH};
 use crate::config::TcpConfig;
 use crate::wire::{SackBlocks, SeqNumber};
 use wirelab_core::{Duration, Instant};
@@ -46,7 +46,8 @@ impl Conn {
 
     /// `tcp_sacktag_write_queue()`: marks whole segments covered by SACK blocks. Returns
     /// what was found and whether the first block was a D-SACK.
-    pub(super) fn sacktag_write_queue(&mut self, cfg: &TcpConfig, now: Instant, ack: SeqNumber, blocks: &SackBlocks) -> (SackTag, bool) {
+    /// Newly SACKed segments count as delivered (with ECE: `delivered_ce` too).
+    pub(super) fn sacktag_write_queue(&mut self, cfg: &TcpConfig, now: Instant, ack: SeqNumber, blocks: &SackBlocks, ece: bool) -> (SackTag, bool) {
         let bl = blocks.as_slice();
         let dsack = is_dsack(bl, ack);
         let prior_fack = self.rtx.fack_seq(self.snd_una, self.sack_ok);
@@ -72,9 +73,10 @@ impl Conn {
                 continue;
             }
             let (rate, rack) = (&mut self.rate, &mut self.rack);
-            self.rtx.tag_block(l.max(snd_una), r, high_seq, prior_fack, &mut st, |s| {
-                rate.skb_delivered(s, now);
-                rack.advance(now, s.sacked, s.end, s.xmit, min_rtt_us);
+            self.rtx.tag_block(l.max(snd_una), r, high_seq, prior_fack, &mut st, |s, prior_sacked| {
+                rack.advance(now, prior_sacked, s.end, s.xmit, min_rtt_us);
+                rate.skb_delivered(s);
+                rate.count_delivered(1, ece);
             });
         }
         if st.reord.before(prior_fack) {
@@ -138,6 +140,7 @@ impl Conn {
             self.tp.snd_cwnd = self.cc.undo_cwnd(&self.tp);
             if self.undo.prior_ssthresh > self.tp.snd_ssthresh {
                 self.tp.snd_ssthresh = self.undo.prior_ssthresh;
+                self.ecn.withdraw_cwr();
             }
         }
         self.snd_cwnd_stamp = now;
@@ -290,9 +293,10 @@ impl Conn {
         self.prr.start();
         self.sync_tp(cfg, now);
         self.tp.snd_ssthresh = self.cc.ssthresh(&self.tp);
-        if !cfg.prr {
+        if !cfg.prr && !self.cc.has_cong_control() {
             self.tp.snd_cwnd = self.tp.snd_ssthresh.max(1);
         }
+        self.ecn.queue_cwr();
     }
 
     /// `tcp_enter_recovery()`.
@@ -313,14 +317,32 @@ impl Conn {
         }
     }
 
-    /// `tcp_end_cwnd_reduction()`.
+    /// `tcp_end_cwnd_reduction()` (a module with `cong_control` keeps its cwnd).
     fn end_cwnd_reduction(&mut self) {
+        if self.cc.has_cong_control() {
+            return;
+        }
         if self.tp.snd_ssthresh < TCP_INFINITE_SSTHRESH {
             self.tp.snd_cwnd = self.tp.snd_ssthresh;
         }
     }
 
-    /// `tcp_try_keep_open()` / `tcp_try_to_open()`.
+    /// `tcp_try_to_open()`: an ECE on this ACK enters CWR (RFC 3168 §6.1.2); CWR is held
+    /// until `high_seq` is ACKed, otherwise `tcp_try_keep_open()`.
+    fn try_to_open_flag(&mut self, cfg: &TcpConfig, now: Instant, flag: u32) {
+        if flag & FLAG_ECE != 0 {
+            self.enter_cwr(cfg, now);
+        }
+        if self.ca_state == CaState::Cwr {
+            if self.rtx.retrans_out == 0 {
+                self.retrans_stamp = None;
+            }
+            return;
+        }
+        self.try_to_open();
+    }
+
+    /// `tcp_try_keep_open()` (with `tcp_try_to_open()`'s reset of `retrans_stamp`).
     fn try_to_open(&mut self) {
         if self.rtx.retrans_out == 0 {
             self.retrans_stamp = None;
@@ -417,13 +439,13 @@ impl Conn {
         // E. process state
         let (fast_rexmit, thin_rexmit) = match self.ca_state {
             CaState::Recovery => {
-                if !self.recovery_step(cfg, now, prior_snd_una, una_advanced, num_dupack) {
+                if !self.recovery_step(cfg, now, prior_snd_una, flag, num_dupack) {
                     return;
                 }
                 (false, false)
             }
             CaState::Loss => return self.process_loss(now, flag, num_dupack),
-            _ => match self.open_or_enter_recovery(cfg, now, una_advanced, num_dupack) {
+            _ => match self.open_or_enter_recovery(cfg, now, flag, num_dupack) {
                 Some(thin) => (true, thin),
                 None => return,
             },
@@ -469,7 +491,8 @@ impl Conn {
     /// Step E in Recovery: Reno dupACK counting, partial and D-SACK undo, loss
     /// identification; a new recovery only if loss is evident after an undo. False when
     /// the ACK's processing ends here.
-    fn recovery_step(&mut self, cfg: &TcpConfig, now: Instant, prior_snd_una: SeqNumber, una_advanced: bool, num_dupack: u32) -> bool {
+    fn recovery_step(&mut self, cfg: &TcpConfig, now: Instant, prior_snd_una: SeqNumber, flag: u32, num_dupack: u32) -> bool {
+        let una_advanced = flag & FLAG_SND_UNA_ADVANCED != 0;
         if !una_advanced {
             if !self.sack_ok {
                 self.add_reno_sack(num_dupack);
@@ -478,7 +501,7 @@ impl Conn {
             return false;
         }
         if self.try_undo_dsack(now) {
-            self.try_to_open();
+            self.try_to_open_flag(cfg, now, flag);
         }
         self.identify_packet_loss(cfg, now, una_advanced);
         if self.ca_state != CaState::Recovery {
@@ -532,7 +555,8 @@ impl Conn {
     /// Step E in Open/Disorder/CWR: count Reno dupACKs, try a D-SACK undo, identify
     /// losses, and enter Recovery when `tcp_time_to_recover()` says so. Returns whether
     /// recovery started (and whether by the thin-stream or early-retransmit rule).
-    fn open_or_enter_recovery(&mut self, cfg: &TcpConfig, now: Instant, una_advanced: bool, num_dupack: u32) -> Option<bool> {
+    fn open_or_enter_recovery(&mut self, cfg: &TcpConfig, now: Instant, flag: u32, num_dupack: u32) -> Option<bool> {
+        let una_advanced = flag & FLAG_SND_UNA_ADVANCED != 0;
         if !self.sack_ok {
             if una_advanced {
                 self.rtx.sacked_out = 0;
@@ -545,7 +569,7 @@ impl Conn {
         self.identify_packet_loss(cfg, now, una_advanced);
         let thin_rexmit = match self.time_to_recover(cfg, now) {
             None => {
-                self.try_to_open();
+                self.try_to_open_flag(cfg, now, flag);
                 return None;
             }
             Some(RecoverTrigger::ThinDupack) => {
@@ -560,36 +584,6 @@ impl Conn {
         };
         self.enter_recovery(cfg, now);
         Some(thin_rexmit)
-    }
-
-    // ---- cwnd control ----
-
-    /// `tcp_cong_control()`: the module's `cong_control` if it has one, else PRR during a
-    /// reduction, otherwise `cong_avoid` when `tcp_may_raise_cwnd()`.
-    pub(super) fn cong_control(&mut self, cfg: &TcpConfig, now: Instant, rs: &RateSample, una_advanced: bool, data_acked: bool) {
-        if self.cc.has_cong_control() {
-            self.sync_tp(cfg, now);
-            self.cc.cong_control(&mut self.tp, rs);
-            return;
-        }
-        let acked_sacked = rs.acked_sacked;
-        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
-            if cfg.prr {
-                self.cwnd_reduction(acked_sacked, una_advanced);
-            }
-        } else if data_acked {
-            // tcp_may_raise_cwnd(): FLAG_DATA_ACKED
-            self.sync_tp(cfg, now);
-            self.cc.cong_avoid(&mut self.tp, acked_sacked.max(1));
-        }
-    }
-
-    /// `tcp_cwnd_reduction()`: Proportional Rate Reduction (RFC 6937).
-    pub(super) fn cwnd_reduction(&mut self, newly_acked_sacked: u32, una_advanced: bool) {
-        let in_flight = self.in_flight();
-        if let Some(c) = self.prr.cwnd_reduction(newly_acked_sacked, una_advanced, in_flight, self.tp.snd_ssthresh, self.tp.prior_cwnd) {
-            self.tp.snd_cwnd = c;
-        }
     }
 
     /// `tcp_enter_loss()` on RTO.
@@ -610,7 +604,7 @@ impl Conn {
             self.tp.prior_cwnd = self.tp.snd_cwnd;
             self.sync_tp(cfg, now);
             self.tp.snd_ssthresh = self.cc.ssthresh(&self.tp);
-            self.cc.cwnd_event(&self.tp, CaEvent::Loss);
+            self.ca_event(cfg, now, CaEvent::Loss);
             self.undo.init(cfg.undo, self.snd_una, self.rtx.retrans_out);
         }
         self.tp.snd_cwnd = self.in_flight() + 1;
@@ -621,6 +615,7 @@ impl Conn {
         self.sync_tp(cfg, now);
         self.set_ca_state(CaState::Loss);
         self.high_seq = self.snd_nxt;
+        self.ecn.queue_cwr();
     }
 
     // ---- tail loss probe ----

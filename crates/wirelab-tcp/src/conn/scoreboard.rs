@@ -5,6 +5,7 @@
 //! The queue part of `tcp_clean_rtx_queue()` and `tcp_sacktag_one()`, `tcp_mark_skb_lost()`
 //! and `tcp_mark_head_lost()` live here; what the connection does with the results
 //! (RTT, rate, RACK, undo) is the caller's, through the `on_delivered` callbacks.
+use super::rate::TxRate;
 use crate::wire::SeqNumber;
 use std::collections::VecDeque;
 use wirelab_core::Instant;
@@ -29,10 +30,8 @@ pub(crate) struct TxSeg {
     /// Start of the data the last transmission carried (`tx.rdb_start_seq` of the RDB
     /// patch): before `seq` when older bytes were bundled in front (RDB).
     pub rdb_start: SeqNumber,
-    // tcp_rate.c per-skb state (`TCP_SKB_CB(skb)->tx`)
-    pub first_tx: Instant,
-    pub delivered_mstamp: Instant,
-    pub delivered: u32,
+    /// tcp_rate.c per-skb state (`TCP_SKB_CB(skb)->tx`).
+    pub tx: TxRate,
 }
 
 impl TxSeg {
@@ -43,20 +42,24 @@ impl TxSeg {
 }
 
 /// `tcp_mark_skb_lost()` on one segment with the queue's counters (for walks that hold
-/// the queue mutably).
+/// the queue mutably): `lost_out`, `retrans_out`, and `lost` (`tp->lost`: every loss
+/// marking so far, a retransmission lost again counting again).
 #[inline]
-pub(crate) fn mark_seg_lost(s: &mut TxSeg, lost_out: &mut u32, retrans_out: &mut u32) {
+pub(crate) fn mark_seg_lost(s: &mut TxSeg, lost_out: &mut u32, retrans_out: &mut u32, lost: &mut u32) {
     if s.sacked & SACKED_ACKED != 0 {
         return;
     }
     if s.sacked & LOST != 0 {
         if s.sacked & SACKED_RETRANS != 0 {
+            // a retransmission lost again (tcp_notify_skb_loss_event)
             s.sacked &= !SACKED_RETRANS;
             *retrans_out = retrans_out.saturating_sub(1);
+            *lost += 1;
         }
     } else {
         s.sacked |= LOST;
         *lost_out += 1;
+        *lost += 1;
     }
 }
 
@@ -75,6 +78,8 @@ pub(crate) struct CleanResult {
     pub reord: SeqNumber,
     /// `FLAG_ORIG_SACK_ACKED`: never-retransmitted data below `high_seq` was ACKed.
     pub orig_sack_acked: bool,
+    /// Payload bytes of the last segment removed.
+    pub last_data_len: u32,
 }
 
 /// What `tcp_sacktag_write_queue()` found in the SACK blocks (`struct tcp_sacktag_state`).
@@ -107,6 +112,8 @@ pub(crate) struct RtxQueue {
     pub retrans_out: u32,
     /// Start of the highest SACKed segment (`tcp_highest_sack_seq`).
     pub highest_sack: SeqNumber,
+    /// `tp->lost`: loss markings so far (see [`mark_seg_lost`]).
+    pub lost: u32,
 }
 
 impl RtxQueue {
@@ -147,7 +154,7 @@ impl RtxQueue {
     /// `tcp_mark_skb_lost()`: a retransmission that is lost again stops counting as
     /// retransmitted, so it can be sent once more.
     pub fn mark_lost(&mut self, k: usize) {
-        mark_seg_lost(&mut self.q[k], &mut self.lost_out, &mut self.retrans_out);
+        mark_seg_lost(&mut self.q[k], &mut self.lost_out, &mut self.retrans_out, &mut self.lost);
     }
 
     /// `tcp_mark_head_lost()`: mark holes before the `packets`-th SACKed segment lost
@@ -218,6 +225,7 @@ impl RtxQueue {
             retrans_acked: false,
             reord: reord_start,
             orig_sack_acked: false,
+            last_data_len: 0,
         };
         while let Some(seg) = self.q.front().copied() {
             if seg.end.after(ack) {
@@ -254,6 +262,7 @@ impl RtxQueue {
             }
             self.packets_out -= 1;
             r.acked_pkts += 1;
+            r.last_data_len = seg.data_len();
             self.q.pop_front();
         }
         if self.packets_out == 0 {
@@ -266,7 +275,8 @@ impl RtxQueue {
 
     /// `tcp_sacktag_walk()` / `tcp_sacktag_one()` for one valid SACK block `[start, end)`:
     /// whole segments inside it become SACKED_ACKED (partially covered ones are ignored:
-    /// no `tcp_fragment`). `on_sacked` sees each newly SACKed segment as it was before.
+    /// no `tcp_fragment`). `on_sacked` gets each newly SACKed segment (already tagged) and
+    /// its bits before tagging.
     #[inline]
     pub fn tag_block(
         &mut self,
@@ -275,7 +285,7 @@ impl RtxQueue {
         high_seq: SeqNumber,
         prior_fack: SeqNumber,
         st: &mut SackTag,
-        mut on_sacked: impl FnMut(&TxSeg),
+        mut on_sacked: impl FnMut(&mut TxSeg, u8),
     ) {
         // segments are ordered by seq: binary search for the first ending after start
         let idx = self.q.partition_point(|s| !s.end.after(start));
@@ -319,7 +329,7 @@ impl RtxQueue {
             self.q[k].sacked = f;
             self.sacked_out += 1;
             st.newly += 1;
-            on_sacked(&s);
+            on_sacked(&mut self.q[k], s.sacked);
         }
     }
 
@@ -359,9 +369,7 @@ mod test {
                 sacked: 0,
                 xmit: t,
                 rdb_start: SeqNumber(i * 100),
-                first_tx: t,
-                delivered_mstamp: t,
-                delivered: 0,
+                tx: TxRate { first_tx: t, delivered_mstamp: Some(t), delivered: 0, is_app_limited: false },
             });
         }
         rq
@@ -377,14 +385,17 @@ mod test {
         let mut st = tag();
         let mut seen = vec![];
         // SACK segments 2..5 (sequence 200..500); 150..250 style partial blocks are ignored
-        rq.tag_block(SeqNumber(200), SeqNumber(500), SeqNumber(600), SeqNumber(0), &mut st, |s| seen.push(s.seq.0));
+        rq.tag_block(SeqNumber(200), SeqNumber(500), SeqNumber(600), SeqNumber(0), &mut st, |s, old| {
+            assert!(s.sacked & SACKED_ACKED != 0 && old & SACKED_ACKED == 0);
+            seen.push(s.seq.0)
+        });
         assert_eq!((st.newly, rq.sacked_out, rq.highest_sack), (3, 3, SeqNumber(400)));
         assert_eq!(seen, vec![200, 300, 400]);
         assert_eq!(rq.in_flight(), 3);
         // tcp_update_scoreboard(): sacked_out 3 - reordering 3 = 0 -> the holes below the
         // first SACKed segment (0 and 1) are lost
         rq.mark_head_lost(0, false, true);
-        assert_eq!(rq.lost_out, 2);
+        assert_eq!((rq.lost_out, rq.lost), (2, 2));
         assert_eq!(rq.in_flight(), 1);
         let k = rq.first_to_retransmit().unwrap();
         assert_eq!(k, 0);
@@ -406,7 +417,7 @@ mod test {
         rq.mark_retransmitted(0, Instant::ZERO);
         assert_eq!((rq.lost_out, rq.retrans_out), (1, 1));
         rq.mark_lost(0); // the retransmission is lost too
-        assert_eq!((rq.lost_out, rq.retrans_out), (1, 0));
+        assert_eq!((rq.lost_out, rq.retrans_out, rq.lost), (1, 0, 2));
         assert_eq!(rq.first_to_retransmit(), Some(0));
         rq.mark_all_lost();
         assert_eq!(rq.lost_out, 2);

@@ -4,6 +4,7 @@
 use super::delack::{ACK_PUSHED, ACK_PUSHED2, ACK_SCHED};
 use super::{Conn, Out, RstSpec, SkTimer, TCP_MIN_MSS};
 use super::timer::timer_at;
+use super::pacing::PacingStatus;
 use crate::api::{RcvWindowPolicy, SockError, SockOpt, TcpInfo, TcpState};
 use crate::cc::CongestionAlgo;
 use crate::config::TcpConfig;
@@ -41,6 +42,14 @@ impl Conn {
         if self.fin_queued {
             return Err(SockError::BrokenPipe);
         }
+        // tcp_sendmsg_locked(): is sending application-limited?
+        self.rate.check_app_limited(
+            self.unsent() < self.mss_cache,
+            self.in_flight(),
+            self.tp.snd_cwnd,
+            self.rtx.lost_out,
+            self.rtx.retrans_out,
+        );
         let cap = self.sndbuf_payload() as usize;
         let queued = self.snd_ring.len();
         let n = want.min(cap.saturating_sub(queued));
@@ -245,13 +254,20 @@ impl Conn {
                 }
             }
             SockOpt::Congestion(name) => {
-                // tcp_set_congestion_control(): release the old module, init the new one
                 let algo = CongestionAlgo::from_name(name).map_err(|_| SockError::BadOption)?;
-                if algo.name() != self.cc.name() {
-                    self.cc.release();
-                    self.cc = algo.instantiate(cfg, &self.tp);
+                // before the SYN is sent the socket is as unconnected as Linux's before
+                // connect(): the module starts at the end of the handshake
+                let unsent_syn = self.state == TcpState::SynSent && self.tx_syn && !self.syn_retrans;
+                let now = self.last_now;
+                if unsent_syn {
+                    let st = std::mem::replace(&mut self.state, TcpState::Closed);
+                    self.set_congestion_control(cfg, now, algo);
+                    self.state = st;
+                } else {
+                    self.set_congestion_control(cfg, now, algo);
                 }
             }
+            SockOpt::MaxPacingRate(v) => self.set_max_pacing_rate(*v),
             SockOpt::QuickAck(v) => {
                 if *v {
                     self.enter_quickack_mode();
@@ -328,11 +344,24 @@ impl Conn {
             segs_out: self.stats.segs_out,
             segs_in: self.stats.segs_in,
             delivered: self.rate.delivered as u64,
+            delivered_ce: self.rate.delivered_ce as u64,
             reordering: self.reordering,
             reord_seen: self.stats.reord_seen,
             dsack_dups: self.stats.dsack_count,
             undo_count: self.undo.count,
-            delivery_rate: self.rate.delivery_rate,
+            delivery_rate: self.rate.delivery_rate(self.mss_cache),
+            delivery_rate_app_limited: self.rate.rate_app_limited,
+            pacing_rate: self.tp.pacing_rate,
+            max_pacing_rate: self.tp.max_pacing_rate,
+            pacing: match self.pacing.status {
+                PacingStatus::None => "none",
+                PacingStatus::Needed => "internal",
+                PacingStatus::Fq => "fq",
+            },
+            min_rtt_us: self.rtt.min_rtt_us,
+            ecn: self.ecn.ok(),
+            ecn_seen: self.ecn.has(super::ecn::TCP_ECN_SEEN),
+            cc_info: self.cc.get_info(&self.tp),
             rcv_wscale: self.rcv_wscale,
             snd_wscale: self.snd_wscale,
             congestion: self.cc.name(),

@@ -164,9 +164,7 @@ mod test {
                 sacked: 0,
                 xmit: Instant::ZERO,
                 rdb_start,
-                first_tx: Instant::ZERO,
-                delivered_mstamp: Instant::ZERO,
-                delivered: 0,
+                tx: Default::default(),
             });
         }
         // an ACK ending exactly at the bundle's end: segment 1 is presumed lost, not 0

@@ -104,6 +104,11 @@ impl Conn {
 
     /// Runs every due timer. A spurious call is a no-op.
     pub fn on_timeout(&mut self, cfg: &TcpConfig, now: Instant, out: &mut Out) {
+        self.last_now = now;
+        // tcp_pace_kick(): the pacing hrtimer only lets the next transmit through
+        if self.pacing.timer.is_some_and(|t| t <= now) {
+            self.pacing.timer = None;
+        }
         if let Some((t, kind)) = self.xmit_timer {
             if t <= now {
                 self.xmit_timer = None;

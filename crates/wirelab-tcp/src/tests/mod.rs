@@ -1,5 +1,7 @@
 //! Engine-level tests: two endpoints over [`pair::Pair`], plus unit tests of the
 //! receive-window, RTO and delayed-ACK machinery.
+mod cc;
+mod ecn;
 mod pair;
 mod perf;
 mod thin;
@@ -940,7 +942,7 @@ fn listener_options_are_inherited() {
     let l = p.b.listen(SocketAddrV4::new(B_ADDR, 80), 16).unwrap();
     p.b.set_option(l, SockOpt::RcvBuf(16_384)).unwrap();
     p.b.set_option(l, SockOpt::Congestion("reno".into())).unwrap();
-    assert_eq!(p.b.set_option(l, SockOpt::Congestion("vegas".into())), Err(SockError::BadOption));
+    assert_eq!(p.b.set_option(l, SockOpt::Congestion("westwood".into())), Err(SockError::BadOption));
     let c = p.a.connect(p.now, A_ADDR, SocketAddrV4::new(B_ADDR, 80)).unwrap();
     p.run_for(ms(100));
     let s = p.b.accept(l).unwrap();

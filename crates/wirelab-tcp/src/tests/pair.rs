@@ -35,6 +35,15 @@ pub struct Link {
     pub reorder: f64,
     pub reorder_extra: Duration,
     last_arrival: Instant,
+    /// ECN marking: CE on ECT packets that find at least this many packets queued (a
+    /// step threshold K, as DCTCP's switches or RED with min = max do).
+    pub ce_threshold: Option<usize>,
+    /// CE-mark the ECT data-carrying packets with these indices (0 = first data packet).
+    pub ce_data_idx: Vec<u64>,
+    /// Packets CE-marked.
+    pub ce_marked: u64,
+    /// Largest queue seen (packets).
+    pub max_queue: usize,
 }
 
 impl Link {
@@ -58,10 +67,15 @@ impl Link {
             reorder: 0.0,
             reorder_extra: Duration::ZERO,
             last_arrival: Instant::ZERO,
+            ce_threshold: None,
+            ce_data_idx: Vec::new(),
+            ce_marked: 0,
+            max_queue: 0,
         }
     }
-    /// Returns the arrival time, or None if dropped. `len` counts the IPv4 datagram.
-    fn enqueue(&mut self, now: Instant, len: usize, has_data: bool) -> Option<Instant> {
+    /// Returns the arrival time and the (possibly CE-marked) TOS, or None if dropped.
+    /// `len` counts the IPv4 datagram.
+    fn enqueue(&mut self, now: Instant, len: usize, has_data: bool, tos: u8) -> Option<(Instant, u8)> {
         self.sent_pkts += 1;
         if has_data {
             self.data_idx += 1;
@@ -86,18 +100,26 @@ impl Link {
             self.drops_queue += 1;
             return None;
         }
+        let mut tos = tos;
+        let ect = tos & 3 != 0;
+        let marked_idx = has_data && self.ce_data_idx.contains(&(self.data_idx - 1));
+        if ect && (marked_idx || self.ce_threshold.is_some_and(|k| self.queue.len() >= k)) {
+            tos |= 3;
+            self.ce_marked += 1;
+        }
+        self.max_queue = self.max_queue.max(self.queue.len() + 1);
         let start = self.busy_until.max(now);
         let dep = start + Duration::transmit_time(len as u64, self.rate_bps);
         self.busy_until = dep;
         self.queue.push_back(dep);
         self.delivered_bytes += len as u64;
         if has_data && self.reorder > 0.0 && self.rng.chance(self.reorder) {
-            return Some(dep + self.delay + self.reorder_extra);
+            return Some((dep + self.delay + self.reorder_extra, tos));
         }
         // a wire keeps FIFO order even when its delay changes (delay spikes)
         let at = (dep + self.delay).max(self.last_arrival);
         self.last_arrival = at;
-        Some(at)
+        Some((at, tos))
     }
 }
 
@@ -110,10 +132,12 @@ pub struct Pair {
     pub b: TcpEndpoint,
     pub ab: Link,
     pub ba: Link,
-    inflight: BinaryHeap<Reverse<(Instant, u64, bool, Vec<u8>)>>,
+    inflight: BinaryHeap<Reverse<(Instant, u64, bool, u8, Vec<u8>)>>,
     seq: u64,
     pub events: Vec<(bool, SocketId, SockEvent, Instant)>,
     pub capture: Option<Vec<Captured>>,
+    /// The TOS byte of each captured segment as sent (same order as `capture`).
+    pub capture_tos: Vec<u8>,
     /// Bulk senders: (on A?, socket, bytes left to write).
     pub bulk: Vec<(bool, SocketId, u64)>,
     /// Sinks that read everything at once: (on A?, socket, bytes read, eof seen).
@@ -140,6 +164,7 @@ impl Pair {
             seq: 0,
             events: Vec::new(),
             capture: None,
+            capture_tos: Vec::new(),
             bulk: Vec::new(),
             sinks: Vec::new(),
             auto_sink: Vec::new(),
@@ -171,11 +196,12 @@ impl Pair {
                 };
                 if let Some(c) = self.capture.as_mut() {
                     c.push((self.now, from_a, seg.clone()));
+                    self.capture_tos.push(t.tos);
                 }
                 let link = if from_a { &mut self.ab } else { &mut self.ba };
-                if let Some(at) = link.enqueue(self.now, seg.len() + 20, has_data) {
+                if let Some((at, tos)) = link.enqueue(self.now, seg.len() + 20, has_data, t.tos) {
                     self.seq += 1;
-                    self.inflight.push(Reverse((at, self.seq, !from_a, seg)));
+                    self.inflight.push(Reverse((at, self.seq, !from_a, tos, seg)));
                 }
             }
         }
@@ -305,11 +331,11 @@ impl Pair {
             if *t > self.now {
                 break;
             }
-            let Reverse((_, _, to_a, seg)) = self.inflight.pop().unwrap();
+            let Reverse((_, _, to_a, tos, seg)) = self.inflight.pop().unwrap();
             if to_a {
-                self.a.handle_packet(self.now, B_ADDR, A_ADDR, 0, &seg);
+                self.a.handle_packet(self.now, B_ADDR, A_ADDR, tos, &seg);
             } else {
-                self.b.handle_packet(self.now, A_ADDR, B_ADDR, 0, &seg);
+                self.b.handle_packet(self.now, A_ADDR, B_ADDR, tos, &seg);
             }
             self.settle();
         }
