@@ -591,7 +591,7 @@ impl Sim {
 
     /// Sets the transport configuration of node `n` (before its stack is created).
     pub fn set_stack_config(&mut self, n: NodeId, cfg: StackConfig) {
-        self.nodes[n as usize].stack_cfg = Box::new(cfg);
+        *self.nodes[n as usize].stack_cfg = cfg;
     }
 
     /// The stack of node `n`, if it was created.
