@@ -77,7 +77,11 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--mix", action="store_true",
                    help="Web-like workload instead of the dumbbell: --flows short flows with heavy-tailed sizes "
                         "plus 4 long flows on a 5-router parking lot.")
-    b.set_defaults(fn=lambda a: _wirelab.cli_bench(a.flows, a.rate, a.duration, a.json, a.udp, a.repeat, a.mix))
+    b.add_argument("--cc", default="cubic", help="Congestion control of every TCP host (reno, cubic, bbr, dctcp, vegas).")
+    b.add_argument("--qdisc", help="Bottleneck qdisc in tc syntax (default: a one-BDP pfifo; "
+                                    "for dctcp an ECN-marking RED at K = max(20, BDP/7) packets).")
+    b.set_defaults(fn=lambda a: _wirelab.cli_bench(a.flows, a.rate, a.duration, a.json, a.udp, a.repeat, a.mix,
+                                                   a.cc, a.qdisc))
     return p
 
 

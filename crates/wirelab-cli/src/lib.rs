@@ -96,6 +96,13 @@ enum Cmd {
         /// heavy-tailed sizes plus 4 long flows on a 5-router parking lot.
         #[arg(long)]
         mix: bool,
+        /// Congestion control of every TCP host (reno, cubic, bbr, dctcp, vegas).
+        #[arg(long, default_value = "cubic")]
+        cc: String,
+        /// Bottleneck qdisc in tc syntax (default: a one-BDP pfifo; for dctcp an
+        /// ECN-marking RED at K = max(20, BDP/7) packets).
+        #[arg(long)]
+        qdisc: Option<String>,
     },
 }
 
@@ -128,8 +135,9 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
             }
         },
         Cmd::ShimMatches { results } => wirelab_run::shim_matches_command(&results),
-        Cmd::Bench { flows, rate, duration, json, udp, repeat, mix } => {
-            wirelab_run::bench::bench(&wirelab_run::bench::BenchOptions { flows, rate, duration_s: duration, udp, repeat, mix, json })
+        Cmd::Bench { flows, rate, duration, json, udp, repeat, mix, cc, qdisc } => {
+            let load = wirelab_run::bench::BenchLoad { udp, cc, qdisc };
+            wirelab_run::bench::bench(&wirelab_run::bench::BenchOptions { flows, rate, duration_s: duration, load, repeat, mix, json })
         }
     }
 }

@@ -12,7 +12,7 @@
 //!   processes on a shared machine do not count; the best of up to five runs is taken, so a
 //!   burst of cache contention cannot fail it. It catches an accidental O(n²) or a hot-path
 //!   allocation storm, not a 20 % slowdown: `wirelab bench` measures those.
-use wirelab_run::bench::{bench_case, thread_cpu_seconds};
+use wirelab_run::bench::{bench_case, thread_cpu_seconds, BenchLoad};
 
 /// Recorded (session 4, 2026-11-24): events / delivered packets of the case, exactly.
 const EVENTS_PER_PACKET: f64 = 11.49;
@@ -23,7 +23,7 @@ const DEV_CPU_NS_PER_PACKET: f64 = 2_500.0;
 
 #[test]
 fn events_per_packet_match_the_record() {
-    let r = bench_case(20, "10mbit", 10.0, false).expect("bench case runs");
+    let r = bench_case(20, "10mbit", 10.0, &BenchLoad::default()).expect("bench case runs");
     assert!(r.delivered > 8_000, "the 20 flows deliver about 8 200 packets, got {}", r.delivered);
     let epp = r.events as f64 / r.delivered as f64;
     // deterministic, so no noise to allow for; the margin leaves room for intended changes of
@@ -44,7 +44,7 @@ fn cpu_time_per_packet_within_3x_of_the_record() {
     let limit = 3.0 * DEV_CPU_NS_PER_PACKET;
     let mut best = f64::INFINITY;
     for _ in 0..5 {
-        let r = bench_case(20, "10mbit", 10.0, false).expect("bench case runs");
+        let r = bench_case(20, "10mbit", 10.0, &BenchLoad::default()).expect("bench case runs");
         best = best.min(r.cpu_ns_per_delivered);
         if best <= limit {
             break;
