@@ -135,6 +135,21 @@ impl EventQueue {
         Some((t, e))
     }
 
+    /// Time of the earliest entry: bucket 0's (it equals `last`) or else the smallest of
+    /// the lowest non-empty bucket (every key there is below those of higher buckets).
+    #[inline]
+    pub fn peek_time(&self) -> Option<Instant> {
+        let k = match self.buckets[0].last() {
+            Some(&(k, _)) => k,
+            None if self.nonempty != 0 => {
+                let i = self.nonempty.trailing_zeros() as usize + 1;
+                self.buckets[i].iter().map(|e| e.0).min()?
+            }
+            None => return None,
+        };
+        Some(Instant::from_nanos((k >> 64) as u64))
+    }
+
     /// Entries in the queue (including stale ones).
     pub fn len(&self) -> usize {
         self.len
@@ -186,6 +201,8 @@ mod test {
                 q.push(Instant::from_nanos(now + dt), Event::Link(i));
                 h.push(Reverse((now + dt, seq, i)));
             }
+            // peek_time sees the front without settling the buckets
+            assert_eq!(q.peek_time(), h.peek().map(|Reverse((t, _, _))| Instant::from_nanos(*t)));
             if rng.below(4) != 0 {
                 let a = q.pop_until(Instant::MAX);
                 let b = h.pop().map(|Reverse((t, _, i))| (Instant::from_nanos(t), Event::Link(i)));
@@ -200,5 +217,6 @@ mod test {
             assert_eq!(q.pop_until(Instant::MAX), Some((Instant::from_nanos(b.0 .0), Event::Link(b.0 .2))));
         }
         assert!(q.pop_until(Instant::MAX).is_none());
+        assert_eq!(q.peek_time(), None);
     }
 }
