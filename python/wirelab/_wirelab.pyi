@@ -30,16 +30,13 @@ def run(
 def validate(path: str, overrides: Sequence[str] = ..., text: Optional[str] = None) -> None:
     """Parses and builds the scenario without running it; raises ``ScenarioError``."""
 
-# The `wirelab` command's Rust subcommands (argparse is in ``wirelab.cli``); each returns
-# the exit code and prints what the Rust binary prints.
-def cli_run(scenario: str, out: str, seed: Optional[int] = None, set: Sequence[str] = ...,
-            progress: bool = False, quiet: bool = False, max_memory: Optional[str] = None,
-            max_capture: Optional[str] = None, max_events: Optional[int] = None,
-            min_disk_free: Optional[str] = None) -> int: ...
-def cli_validate(scenario: str, set: Sequence[str] = ...) -> int: ...
-def cli_shim_matches(results: str) -> int: ...
-def cli_bench(flows: Sequence[int], rate: str, duration: float, json: Optional[str] = None,
-              udp: bool = False) -> int: ...
+# The `wirelab` command: one definition (clap, crates/wirelab-cli) for both front ends.
+def cli_main(argv: Sequence[str]) -> int:
+    """Runs ``wirelab ARGV[1:]`` as the Rust binary would; returns the exit code."""
+def cli_python_commands() -> list[tuple[str, str]]:
+    """``(name, help)`` of the subcommands the Python package implements."""
+def cli_commands() -> list[tuple[str, list[str]]]:
+    """``(name, [--flag, ...])`` of every subcommand."""
 def cli_analyze(capture: str, receiver: Optional[str] = None, interval: str = "1s",
                 classes: Sequence[str] = ..., out: Optional[str] = None, json: Optional[str] = None,
                 strict: bool = False) -> int: ...

@@ -54,58 +54,29 @@ fn validate(path: PathBuf, overrides: Vec<String>, text: Option<String>) -> PyRe
     Ok(())
 }
 
-// The `wirelab` command's Rust subcommands, for `wirelab.cli` (argparse there; the
-// pipeline and the printing are wirelab-run's, the same code the Rust binary runs).
-// Each returns the exit code.
+// The `wirelab` command: its one definition is clap's in `wirelab-cli`; the pip-installed
+// command (`python/wirelab/cli.py`) hands its arguments here, except for the subcommands
+// written in Python, which `cli_python_commands` lists.
 
-/// `wirelab run`.
+/// Runs `wirelab ARGS...` (`argv` includes the program name) and returns the exit code.
 #[pyfunction]
-#[pyo3(signature = (scenario, out, seed=None, set=Vec::new(), progress=false, quiet=false, max_memory=None, max_capture=None, max_events=None, min_disk_free=None))]
-#[allow(clippy::too_many_arguments)]
-fn cli_run(
-    py: Python<'_>,
-    scenario: PathBuf,
-    out: PathBuf,
-    seed: Option<u64>,
-    set: Vec<String>,
-    progress: bool,
-    quiet: bool,
-    max_memory: Option<String>,
-    max_capture: Option<String>,
-    max_events: Option<u64>,
-    min_disk_free: Option<String>,
-) -> i32 {
-    let limits = match wirelab_run::Limits::default().with_flags(max_memory.as_deref(), max_capture.as_deref(), max_events, min_disk_free.as_deref()) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 2;
-        }
-    };
-    py.detach(move || wirelab_run::run_command(&scenario, &out, seed, &set, progress, quiet, &limits))
+fn cli_main(py: Python<'_>, argv: Vec<String>) -> i32 {
+    py.detach(move || wirelab_cli::main_with_args(argv))
 }
 
-/// `wirelab validate`.
+/// `(name, one-line help)` of the subcommands the Python package implements.
 #[pyfunction]
-#[pyo3(signature = (scenario, set=Vec::new()))]
-fn cli_validate(scenario: PathBuf, set: Vec<String>) -> i32 {
-    wirelab_run::validate_command(&scenario, &set)
+fn cli_python_commands() -> Vec<(String, String)> {
+    wirelab_cli::python_commands()
 }
 
-/// `wirelab shim-matches`.
+/// `(name, [--flag, ...])` of every subcommand, as the command line defines them.
 #[pyfunction]
-fn cli_shim_matches(results: PathBuf) -> i32 {
-    wirelab_run::shim_matches_command(&results)
+fn cli_commands() -> Vec<(String, Vec<String>)> {
+    wirelab_cli::commands()
 }
 
-/// `wirelab bench`.
-#[pyfunction]
-#[pyo3(signature = (flows, rate, duration, json=None, udp=false))]
-fn cli_bench(py: Python<'_>, flows: Vec<u32>, rate: String, duration: f64, json: Option<PathBuf>, udp: bool) -> i32 {
-    py.detach(move || wirelab_run::bench::bench(&flows, &rate, duration, udp, json.as_deref()))
-}
-
-/// `wirelab analyze`.
+/// `wirelab analyze` with its arguments already parsed (for the reproduction scripts).
 #[pyfunction]
 #[pyo3(signature = (capture, receiver=None, interval="1s".to_string(), classes=Vec::new(), out=None, json=None, strict=false))]
 #[allow(clippy::too_many_arguments)]
@@ -126,10 +97,9 @@ fn _wirelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
-    m.add_function(wrap_pyfunction!(cli_run, m)?)?;
-    m.add_function(wrap_pyfunction!(cli_validate, m)?)?;
-    m.add_function(wrap_pyfunction!(cli_shim_matches, m)?)?;
-    m.add_function(wrap_pyfunction!(cli_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_python_commands, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_commands, m)?)?;
     m.add_function(wrap_pyfunction!(cli_analyze, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

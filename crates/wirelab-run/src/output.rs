@@ -23,6 +23,21 @@ struct Summary<'a> {
     files: Vec<String>,
 }
 
+/// Every table a run may write (`NAME.csv`), in the order of docs/scenario.md.
+pub const TABLES: &[&str] = &[
+    "flows",
+    "queues",
+    "links",
+    "flow_timeseries",
+    "queue_timeseries",
+    "queue_probe",
+    "tcp_timeseries",
+    "sctp_timeseries",
+    "sctp_path_timeseries",
+    "tcp_rate_timeseries",
+    "shim_matches",
+];
+
 fn rel(out: &Path, p: &Path) -> String {
     p.strip_prefix(out).unwrap_or(p).display().to_string()
 }
