@@ -16,7 +16,7 @@ from wirelab.report import build_report
 from wirelab.report.sweep import short_names
 
 ROOT = Path(__file__).resolve().parents[2]
-QUICKSTART = ROOT / "scenarios" / "quickstart.toml"
+QUICKSTART = ROOT / "scenarios" / "udp-bottleneck.toml"
 BROWSERS = ("chromium", "chromium-headless-shell", "chromium-browser", "google-chrome", "headless_shell")
 
 

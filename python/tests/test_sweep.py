@@ -19,14 +19,14 @@ from wirelab.progress import Progress
 from wirelab.sweep.spec import strip_sweep_table
 
 ROOT = Path(__file__).resolve().parents[2]
-QUICKSTART = ROOT / "scenarios" / "quickstart.toml"
+QUICKSTART = ROOT / "scenarios" / "udp-bottleneck.toml"
 
 # no captures, no per-packet probe: a sweep keeps tables only
 LEAN = {"measure.capture": [], "measure.queue_probe": [], "measure.sample_interval": "500ms"}
 
 
 def sweep_file(tmp_path, duration="3s", seeds=(1, 2), name="sw.toml", extra=""):
-    """2 bottlenecks x 2 zipped rate pairs x seeds, on the quickstart scenario."""
+    """2 bottlenecks x 2 zipped rate pairs x seeds, on the udp-bottleneck scenario."""
     sets = "\n".join(f'"{k}" = {json.dumps(v)}' for k, v in {**LEAN, "scenario.duration": duration}.items())
     p = tmp_path / name
     p.write_text(f"""scenario = "{QUICKSTART}"

@@ -17,6 +17,7 @@ use wirelab_scenario::{BuildOptions, Scenario};
 use wirelab_sim::RunResults;
 
 pub mod bench;
+pub mod console;
 pub mod limits;
 pub mod outdir;
 pub mod output;
@@ -173,13 +174,7 @@ fn print_outcome(out: &Path, o: &RunOutcome) {
         r.events as f64 / o.wall_seconds.max(1e-9),
         r.fingerprint
     );
-    for f in &r.flows {
-        if f.rx_packets > 0 {
-            let _ = writeln!(so, "  {:<16} rx {:>9} pkts  {:>10.3} Mbit/s  loss {:>6.3}%  delay {:.3}/{:.3}/{:.3} ms", f.name, f.rx_packets, f.goodput_bps / 1e6, f.loss_ratio * 100.0, f.delay_min_ms, f.delay_mean_ms, f.delay_max_ms);
-        } else if f.tx_packets > 0 {
-            let _ = writeln!(so, "  {:<16} tx {:>9} pkts", f.name, f.tx_packets);
-        }
-    }
+    let _ = write!(so, "{}", console::summary_lines(r));
 }
 
 /// `wirelab validate`: prints `FILE: ok (…)` or the error; with `show`, the network the

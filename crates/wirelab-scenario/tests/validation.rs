@@ -234,7 +234,7 @@ fn two_listeners_on_one_port() {
 /// file (where the overridden value does not appear, or a blank line would).
 #[test]
 fn override_errors_name_the_override() {
-    let f = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/quickstart.toml");
+    let f = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/udp-bottleneck.toml");
     let err = |set: &str| wirelab_scenario::Scenario::load(&f, &[set.to_string()]).and_then(|s| s.build(&wirelab_scenario::BuildOptions::default()).map(|_| ())).unwrap_err();
     // a bad value, caught by the builder
     let e = err("link.bottleneck.netem=rate 10xbit");

@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod capture;
+pub mod connections;
 mod describe;
 pub mod event;
 pub mod record;
