@@ -66,7 +66,7 @@ pub fn run_loaded_with(sc: &Scenario, out: &Path, seed: Option<u64>, limits: &Li
 /// `wirelab run` wrote (see [`outdir`]: a run owns its output directory and clears the
 /// files of the run before it).
 pub fn run_loaded_opts(sc: &Scenario, out: &Path, seed: Option<u64>, limits: &Limits, force: bool, progress: &mut dyn FnMut(f64, f64)) -> Result<RunOutcome, (i32, String)> {
-    outdir::prepare(out, force)?;
+    outdir::prepare(out, force, &[Path::new(&sc.file)])?;
     let marker = |captures: &[std::path::PathBuf]| {
         outdir::write_marker(out, &outdir::planned_files(out, captures, output::TABLES)).map_err(|e| (1, format!("error: writing {}: {e}", out.join(outdir::MARKER).display())))
     };

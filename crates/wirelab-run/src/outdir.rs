@@ -10,7 +10,8 @@
 //!   lists them; the older summary.json lists them under `files`), together with what was
 //!   derived from them (`report.html`, `TABLE.parquet`); files the user put there stay;
 //! * anything else that is not empty is refused (exit 2) unless `force`, which writes into
-//!   it and removes nothing.
+//!   it and removes nothing. The run's own scenario file, when it lies in `out` (a study
+//!   writes `out/scenario.toml` and runs it there), does not make the directory foreign.
 //!
 //! The marker is written before the run starts and lists every file the run may write, so
 //! a run killed half-way is cleared like a finished one.
@@ -31,8 +32,9 @@ pub struct Cleared {
 }
 
 /// Makes `out` ready for a run: creates it, clears an earlier run's files, or refuses a
-/// foreign non-empty directory unless `force`. Errors are `(exit code, message)`.
-pub fn prepare(out: &Path, force: bool) -> Result<Cleared, (i32, String)> {
+/// foreign non-empty directory unless `force`. `inputs` are the files the run reads (its
+/// scenario): those in `out` are not foreign. Errors are `(exit code, message)`.
+pub fn prepare(out: &Path, force: bool, inputs: &[&Path]) -> Result<Cleared, (i32, String)> {
     if out.exists() && !out.is_dir() {
         return Err((2, format!("error: --out {} exists and is not a directory", out.display())));
     }
@@ -40,7 +42,14 @@ pub fn prepare(out: &Path, force: bool) -> Result<Cleared, (i32, String)> {
         std::fs::create_dir_all(out).map_err(|e| (1, format!("error: cannot create {}: {e}", out.display())))?;
         return Ok(Cleared::default());
     }
-    let entries = list(out).map_err(|e| (1, format!("error: cannot read {}: {e}", out.display())))?;
+    let mut entries = list(out).map_err(|e| (1, format!("error: cannot read {}: {e}", out.display())))?;
+    let own = std::fs::canonicalize(out).ok();
+    entries.retain(|name| {
+        !inputs.iter().any(|i| {
+            let (Some(own), Ok(i)) = (&own, std::fs::canonicalize(i)) else { return false };
+            i.parent() == Some(own.as_path()) && i.file_name().map(|f| f.to_string_lossy() == name.as_str()).unwrap_or(false)
+        })
+    });
     if entries.is_empty() {
         return Ok(Cleared::default());
     }
@@ -141,9 +150,9 @@ mod test {
     #[test]
     fn missing_and_empty_directories_are_fine() {
         let d = tmp("fresh");
-        assert_eq!(prepare(&d, false).unwrap(), Cleared::default());
+        assert_eq!(prepare(&d, false, &[]).unwrap(), Cleared::default());
         assert!(d.is_dir());
-        assert_eq!(prepare(&d, false).unwrap(), Cleared::default());
+        assert_eq!(prepare(&d, false, &[]).unwrap(), Cleared::default());
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -152,11 +161,25 @@ mod test {
         let d = tmp("foreign");
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(d.join("thesis.tex"), "x").unwrap();
-        let (code, msg) = prepare(&d, false).unwrap_err();
+        let (code, msg) = prepare(&d, false, &[]).unwrap_err();
         assert_eq!(code, 2);
         assert!(msg.contains("thesis.tex") && msg.contains("--force"), "{msg}");
-        assert_eq!(prepare(&d, true).unwrap(), Cleared::default());
+        assert_eq!(prepare(&d, true, &[]).unwrap(), Cleared::default());
         assert!(d.join("thesis.tex").exists(), "--force removes nothing");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn the_runs_own_scenario_file_is_not_foreign() {
+        let d = tmp("own-scenario");
+        std::fs::create_dir_all(&d).unwrap();
+        let sc = d.join("scenario.toml");
+        std::fs::write(&sc, "x").unwrap();
+        assert_eq!(prepare(&d, false, &[sc.as_path()]).unwrap(), Cleared::default());
+        assert!(sc.exists(), "the input stays");
+        std::fs::write(d.join("other.txt"), "x").unwrap();
+        let (_, msg) = prepare(&d, false, &[sc.as_path()]).unwrap_err();
+        assert!(msg.contains("other.txt") && !msg.contains("scenario.toml"), "{msg}");
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -169,7 +192,7 @@ mod test {
         for f in ["pcap/h1-eth0.pcap", "flows.csv", "queue_probe.csv", "summary.json", "report.html", "flows.parquet", "notes.txt"] {
             std::fs::write(d.join(f), "x").unwrap();
         }
-        let c = prepare(&d, false).unwrap();
+        let c = prepare(&d, false, &[]).unwrap();
         assert_eq!(c.removed.len(), 6, "{c:?}");
         assert!(!d.join("pcap").exists() && !d.join(MARKER).exists());
         assert_eq!(list(&d).unwrap(), vec!["notes.txt".to_string()]);
@@ -184,7 +207,7 @@ mod test {
         for f in ["pcap/r1-eth2.pcap", "flows.csv", "flows.parquet"] {
             std::fs::write(d.join(f), "x").unwrap();
         }
-        prepare(&d, false).unwrap();
+        prepare(&d, false, &[]).unwrap();
         assert!(list(&d).unwrap().is_empty());
         std::fs::remove_dir_all(&d).unwrap();
     }
@@ -196,7 +219,7 @@ mod test {
         let outside = tmp("escape-victim");
         std::fs::write(&outside, "keep").unwrap();
         write_marker(&d, &[format!("../{}", outside.file_name().unwrap().to_string_lossy()), "/etc/hostname".into()]).unwrap();
-        prepare(&d, false).unwrap();
+        prepare(&d, false, &[]).unwrap();
         assert!(outside.exists());
         std::fs::remove_file(&outside).unwrap();
         std::fs::remove_dir_all(&d).unwrap();
