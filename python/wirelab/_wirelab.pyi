@@ -21,11 +21,18 @@ def run(
     overrides: Sequence[str] = ...,
     text: Optional[str] = None,
     progress: Optional[Callable[[float, float], object]] = None,
+    force: bool = False,
 ) -> str:
     """Runs the scenario file ``path`` (or the TOML ``text``, named ``path`` in errors) into
     the directory ``out``; returns the path of ``summary.json``. ``overrides`` are
     ``KEY=VALUE`` strings as ``wirelab run --set``; ``progress(simulated_s, total_s)`` is
-    called about 200 times. Raises ``ScenarioError`` or ``OSError``."""
+    called about 1000 times. ``out`` is cleared of an earlier run's files; a non-empty
+    directory no run wrote raises ``FileExistsError`` unless ``force``. Raises
+    ``ScenarioError`` or ``OSError``."""
+
+def analyze_tables(sender: str, receiver: Optional[str] = None) -> dict[str, str]:
+    """``wirelab analyze`` of a sender capture (and a receiver capture) without printing:
+    ``{"segments": CSV text, "flows": CSV text}``. Raises ``ValueError``."""
 
 def validate(path: str, overrides: Sequence[str] = ..., text: Optional[str] = None) -> None:
     """Parses and builds the scenario without running it; raises ``ScenarioError``."""

@@ -10,12 +10,14 @@ create_exception!(_wirelab, ScenarioError, PyValueError, "A scenario file is inv
 
 /// Runs a scenario file (or TOML text if `text` is given; `path` then names it in errors),
 /// writing outputs into `out`. Returns the path of `summary.json`. `progress`, if given, is
-/// called as `progress(simulated_seconds, total_seconds)` about 200 times per run (with the
-/// GIL held; the simulation itself runs without it).
+/// called as `progress(simulated_seconds, total_seconds)` about 1000 times per run (with the
+/// GIL held; the simulation itself runs without it). `out` is owned by the run: the files of
+/// an earlier run there are removed first, and a non-empty directory no run wrote is
+/// refused (`ScenarioError`) unless `force`.
 #[pyfunction]
-#[pyo3(signature = (path, out, seed=None, overrides=Vec::new(), text=None, progress=None))]
+#[pyo3(signature = (path, out, seed=None, overrides=Vec::new(), text=None, progress=None, force=false))]
 #[allow(clippy::too_many_arguments)]
-fn run(py: Python<'_>, path: PathBuf, out: PathBuf, seed: Option<u64>, overrides: Vec<String>, text: Option<String>, progress: Option<Py<PyAny>>) -> PyResult<String> {
+fn run(py: Python<'_>, path: PathBuf, out: PathBuf, seed: Option<u64>, overrides: Vec<String>, text: Option<String>, progress: Option<Py<PyAny>>, force: bool) -> PyResult<String> {
     let r = py.detach(move || {
         let sc = match &text {
             Some(t) => wirelab_scenario::Scenario::from_text(&path.display().to_string(), t, &overrides),
@@ -32,10 +34,11 @@ fn run(py: Python<'_>, path: PathBuf, out: PathBuf, seed: Option<u64>, overrides
                 });
             }
         };
-        wirelab_run::run_loaded(&sc, &out, seed, &mut cb).map(|_| out.join("summary.json"))
+        wirelab_run::run_loaded_opts(&sc, &out, seed, &wirelab_run::Limits::default(), force, &mut cb).map(|_| out.join("summary.json"))
     });
     match r {
         Ok(p) => Ok(p.display().to_string()),
+        Err((2, m)) if m.starts_with("error: --out ") => Err(pyo3::exceptions::PyFileExistsError::new_err(m.trim_start_matches("error: ").to_string())),
         Err((2, m)) => Err(ScenarioError::new_err(m.trim_start_matches("error: ").to_string())),
         Err((_, m)) => Err(PyOSError::new_err(m)),
     }
@@ -91,6 +94,17 @@ fn cli_analyze(py: Python<'_>, capture: PathBuf, receiver: Option<PathBuf>, inte
     })
 }
 
+/// Analyses a sender capture (and optionally a receiver capture on the same clock) as
+/// `wirelab analyze` does, without printing or writing files: returns `{"segments": CSV
+/// text, "flows": CSV text}` for the report and `Result.latency`.
+#[pyfunction]
+#[pyo3(signature = (sender, receiver=None))]
+fn analyze_tables(py: Python<'_>, sender: PathBuf, receiver: Option<PathBuf>) -> PyResult<std::collections::BTreeMap<String, String>> {
+    let opts = wirelab_analyze::AnalyzeOptions { interval: wirelab_core::Duration::from_secs(1), classes: Vec::new(), strict: false };
+    let a = py.detach(|| wirelab_analyze::analyze(&sender, receiver.as_deref(), &opts)).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok([("segments".to_string(), a.segments_csv()), ("flows".to_string(), a.flows_csv())].into_iter().collect())
+}
+
 #[pymodule]
 fn _wirelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("WirelabError", m.py().get_type::<WirelabError>())?;
@@ -98,6 +112,7 @@ fn _wirelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(analyze_tables, m)?)?;
     m.add_function(wrap_pyfunction!(cli_python_commands, m)?)?;
     m.add_function(wrap_pyfunction!(cli_commands, m)?)?;
     m.add_function(wrap_pyfunction!(cli_analyze, m)?)?;

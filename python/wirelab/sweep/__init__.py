@@ -39,6 +39,10 @@ class SweepResult:
         self.root = self.store.root
         self.manifest = self.store.manifest()
 
+    def _repr_html_(self) -> str:
+        from ..report.notebook import sweep_html
+        return sweep_html(self)
+
     def __repr__(self) -> str:
         return (f"<wirelab.sweep.SweepResult {self.name!r} {len(self.done)}/{len(self.planned)} runs "
                 f"dir={str(self.root)!r}>")
