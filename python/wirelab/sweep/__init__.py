@@ -1,7 +1,7 @@
 """Sweeps: a grid of runs (parameters × seeds), executed in parallel and stored resumably.
 
 >>> import wirelab.sweep
->>> df = wirelab.sweep.run("scenarios/quickstart.toml", out="results/qs-sweep", jobs=2,
+>>> df = wirelab.sweep.run("scenarios/udp-bottleneck.toml", out="results/udp-sweep", jobs=2,
 ...                        grid={"link.bottleneck.netem": ["rate 10mbit delay 20ms", "rate 5mbit delay 20ms"]},
 ...                        seeds=[1, 2, 3])
 >>> df.groupby("link.bottleneck.netem")["goodput_bps"].mean()
