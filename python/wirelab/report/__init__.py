@@ -33,9 +33,7 @@ def _fig(ax, title: str) -> str:
     """The figure of ``ax`` embedded, or nothing when the plot had nothing to draw."""
     if ax is None:
         return ""
-    fig = ax.figure
-    fig.tight_layout()
-    return figure(fig, title)
+    return figure(ax.figure, title)  # saved with bbox_inches="tight": no tight_layout() pass
 
 
 def overview(res: Result) -> list[str]:
