@@ -2,7 +2,7 @@
 PYTHON ?= python3
 CARGO  ?= cargo
 
-.PHONY: test deps install rust-test py-test quickstart bench wheel
+.PHONY: test deps install rust-test py-test quickstart bench nightly wheel
 
 test: deps install rust-test py-test
 
@@ -32,3 +32,9 @@ wheel:
 
 bench:
 	$(CARGO) run --release -p wirelab-cli -- bench
+
+# Studies too slow for CI (`make test`). NIGHTLY_OUT collects their outputs (PROVENANCE.json,
+# tables.md). Thin streams: the 2 h 05 duration test (Table 4.2 of seed 002), seed 1.
+NIGHTLY_OUT ?= results/nightly
+nightly: install
+	nice -n 10 $(PYTHON) -m wirelab.repro.thin_streams all --out $(NIGHTLY_OUT)/thin-streams --only duration,d300 --seeds 1

@@ -157,6 +157,13 @@ enum Cmd {
         /// UDP CBR sources instead of TCP bulk flows.
         #[arg(long)]
         udp: bool,
+        /// Congestion control of every TCP host (reno, cubic, bbr, dctcp, vegas).
+        #[arg(long, default_value = "cubic")]
+        cc: String,
+        /// Bottleneck qdisc in tc syntax (default: a one-BDP pfifo; for dctcp an
+        /// ECN-marking RED at K = max(20, BDP/7) packets).
+        #[arg(long)]
+        qdisc: Option<String>,
     },
 }
 
@@ -219,7 +226,9 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
             }
         },
         Cmd::ShimMatches { results } => wirelab_run::shim_matches_command(&results),
-        Cmd::Bench { flows, rate, duration, json, udp } => wirelab_run::bench::bench(&flows, &rate, duration, udp, json.as_deref()),
+        Cmd::Bench { flows, rate, duration, json, udp, cc, qdisc } => {
+            wirelab_run::bench::bench(&flows, &rate, duration, &wirelab_run::bench::BenchLoad { udp, cc, qdisc }, json.as_deref())
+        }
     }
 }
 

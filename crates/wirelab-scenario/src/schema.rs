@@ -194,6 +194,9 @@ pub struct AppSpec {
     /// `TCP_WINDOW_CLAMP`.
     #[serde(default)]
     pub window_clamp: Option<S>,
+    /// `SO_MAX_PACING_RATE` (a rate, `100mbit`): caps `sk_pacing_rate` and turns pacing on.
+    #[serde(default)]
+    pub max_pacing_rate: Option<S>,
     /// `IP_TOS` byte.
     #[serde(default)]
     pub tos: Option<Spanned<u8>>,
@@ -358,12 +361,12 @@ pub const THIN_PRESETS: &[(&str, u32, u64, &str)] = &[
 pub const APP_KINDS: &[(&str, &[&str])] = &[
     ("udp-cbr", &["dst", "port", "rate", "interval", "size", "count", "start", "stop"]),
     ("udp-sink", &["port", "start", "stop"]),
-    ("tcp-bulk", &["dst", "size", "bytes", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss"]),
-    ("tcp-file", &["dst", "size", "bytes", "start", "exchanges", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss"]),
-    ("tcp-sink", &["port", "read_rate", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss"]),
-    ("tcp-echo", &["port", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss"]),
-    ("tcp-thin", &["dst", "preset", "size", "interval", "jitter", "itt_dist", "replay", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "tos", "mss"]),
-    ("tcp-rr", &["dst", "size", "interval", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "tos", "mss"]),
+    ("tcp-bulk", &["dst", "size", "bytes", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss", "max_pacing_rate"]),
+    ("tcp-file", &["dst", "size", "bytes", "start", "exchanges", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss", "max_pacing_rate"]),
+    ("tcp-sink", &["port", "read_rate", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss", "max_pacing_rate"]),
+    ("tcp-echo", &["port", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss", "max_pacing_rate"]),
+    ("tcp-thin", &["dst", "preset", "size", "interval", "jitter", "itt_dist", "replay", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "tos", "mss", "max_pacing_rate"]),
+    ("tcp-rr", &["dst", "size", "interval", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "tos", "mss", "max_pacing_rate"]),
     ("sctp-bulk", &["dst", "size", "bytes", "start", "stop", "nodelay", "sndbuf", "rcvbuf", "streams", "unordered", "single_homed", "cmt"]),
     ("sctp-sink", &["port", "nodelay", "sndbuf", "rcvbuf", "cmt"]),
     ("sctp-echo", &["port", "nodelay", "sndbuf", "rcvbuf", "cmt"]),
@@ -478,7 +481,7 @@ impl Scenario {
             };
             // booleans carry no span; report them at the app's `kind`
             let flag = |b: Option<bool>| b.map(|_| span(&a.kind));
-            let given: [(&str, Option<core::ops::Range<usize>>); 25] = [
+            let given: [(&str, Option<core::ops::Range<usize>>); 26] = [
                 ("jitter", a.jitter.as_ref().map(span)),
                 ("itt_dist", a.itt_dist.as_ref().map(span)),
                 ("replay", a.replay.as_ref().and_then(|r| r.first()).map(span)),
@@ -496,6 +499,7 @@ impl Scenario {
                 ("sndbuf", a.sndbuf.as_ref().map(span)),
                 ("rcvbuf", a.rcvbuf.as_ref().map(span)),
                 ("window_clamp", a.window_clamp.as_ref().map(span)),
+                ("max_pacing_rate", a.max_pacing_rate.as_ref().map(span)),
                 ("tos", a.tos.as_ref().map(span)),
                 ("mss", a.mss.as_ref().map(span)),
                 ("exchanges", a.exchanges.as_ref().map(span)),
@@ -515,7 +519,7 @@ impl Scenario {
             for t in [&a.start, &a.stop, &a.interval].into_iter().flatten() {
                 self.time(t)?;
             }
-            for r in [&a.rate, &a.read_rate].into_iter().flatten() {
+            for r in [&a.rate, &a.read_rate, &a.max_pacing_rate].into_iter().flatten() {
                 self.rate(r)?;
             }
             for z in [&a.bytes, &a.sndbuf, &a.rcvbuf, &a.window_clamp].into_iter().flatten() {

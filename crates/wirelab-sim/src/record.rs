@@ -9,6 +9,8 @@
 use serde::Serialize;
 use wirelab_core::{Instant, Pkt};
 use wirelab_qdisc::Qdisc;
+use wirelab_tcp::cc::bbr::{BBR_CWND_GAIN, BBR_DRAIN_GAIN, BBR_HIGH_GAIN, BBR_UNIT};
+use wirelab_tcp::cc::CcInfo;
 
 /// Declares a time-series row type: one `column: type = expression` per column, the
 /// expression reading the snapshot context `$c`. Generates the struct (serialised as CSV
@@ -242,6 +244,64 @@ snapshot_row! {
         rdb_bytes_bundled: u64 = c.info.rdb_bytes_bundled,
         /// RDB (2015): losses detected through bundles that triggered a cwnd reduction (CWR).
         rdb_loss_cwr: u32 = c.info.rdb_loss_cwr,
+        /// Congestion-control module (`ss -ti`'s first word: `cubic`, `bbr`, `dctcp`, …).
+        congestion: &'static str = c.info.congestion,
+        /// `delivery_rate_app_limited` (`ss -ti`: `app_limited`): the delivery-rate sample
+        /// above was application-limited.
+        delivery_rate_app_limited: bool = c.info.delivery_rate_app_limited,
+        /// `sk_pacing_rate` (bit/s, `ss -ti`: `pacing_rate`; empty = unpaced, `~0`).
+        pacing_rate_bps: Option<f64> = bps(c.info.pacing_rate),
+        /// `sk_max_pacing_rate` (bit/s; empty = none, `SO_MAX_PACING_RATE` unset).
+        max_pacing_rate_bps: Option<f64> = bps(c.info.max_pacing_rate),
+        /// Who paces: `none`, `internal` (`SK_PACING_NEEDED`) or `fq` (`SK_PACING_FQ`).
+        pacing: &'static str = c.info.pacing,
+        /// `tcp_min_rtt()` (ms, `ss -ti`: `minrtt`; empty before any RTT sample).
+        min_rtt_ms: Option<f64> = (c.info.min_rtt_us != u32::MAX).then(|| c.info.min_rtt_us as f64 / 1000.0),
+        /// ECN negotiated (`TCPI_OPT_ECN`, `ss -ti`: `ecn`).
+        ecn: bool = c.info.ecn,
+        /// ECT or CE seen on received data (`TCPI_OPT_ECN_SEEN`, `ss -ti`: `ecnseen`).
+        ecn_seen: bool = c.info.ecn_seen,
+        /// Packets delivered with an ECE echo (`tcpi_delivered_ce`).
+        delivered_ce: u64 = c.info.delivered_ce,
+        /// Packets delivered (`tcpi_delivered`).
+        delivered: u64 = c.info.delivered,
+        /// BBR: max-filtered bottleneck bandwidth (bit/s, `ss -ti`: `bbr:(bw:…)`).
+        bbr_bw_bps: Option<f64> = match c.info.cc_info { CcInfo::Bbr { bw, .. } => Some(bw as f64 * 8.0), _ => None },
+        /// BBR: `bbr_min_rtt` (ms, `bbr:(mrtt:…)`).
+        bbr_min_rtt_ms: Option<f64> = match c.info.cc_info { CcInfo::Bbr { min_rtt, .. } => Some(min_rtt as f64 / 1000.0), _ => None },
+        /// BBR: `pacing_gain` (`bbr_pacing_gain / 256`, `bbr:(pacing_gain:…)`).
+        bbr_pacing_gain: Option<f64> = match c.info.cc_info { CcInfo::Bbr { pacing_gain, .. } => Some(pacing_gain as f64 / 256.0), _ => None },
+        /// BBR: `cwnd_gain` (`bbr_cwnd_gain / 256`).
+        bbr_cwnd_gain: Option<f64> = match c.info.cc_info { CcInfo::Bbr { cwnd_gain, .. } => Some(cwnd_gain as f64 / 256.0), _ => None },
+        /// BBR: mode (`STARTUP`, `DRAIN`, `PROBE_BW`, `PROBE_RTT`). `struct tcp_bbr_info`
+        /// has no mode; it follows from the gains `bbr_update_gains()` sets per mode.
+        bbr_mode: Option<&'static str> = match c.info.cc_info { CcInfo::Bbr { pacing_gain, cwnd_gain, .. } => Some(bbr_mode(pacing_gain, cwnd_gain)), _ => None },
+        /// DCTCP: `dctcp_ce_state` (the receiver's CE state: 1 = last data was CE).
+        dctcp_ce_state: Option<u16> = match c.info.cc_info { CcInfo::Dctcp { ce_state, .. } => Some(ce_state), _ => None },
+        /// DCTCP: `dctcp_alpha` as a fraction (`alpha / 1024`, `dctcp:(alpha:…)`).
+        dctcp_alpha: Option<f64> = match c.info.cc_info { CcInfo::Dctcp { alpha, .. } => Some(alpha as f64 / 1024.0), _ => None },
+        /// DCTCP: bytes ACKed with ECE in the current observation window (`dctcp_ab_ecn`).
+        dctcp_ab_ecn: Option<u32> = match c.info.cc_info { CcInfo::Dctcp { ab_ecn, .. } => Some(ab_ecn), _ => None },
+        /// DCTCP: bytes ACKed in the current observation window (`dctcp_ab_tot`).
+        dctcp_ab_tot: Option<u32> = match c.info.cc_info { CcInfo::Dctcp { ab_tot, .. } => Some(ab_tot), _ => None },
+    }
+}
+
+/// A rate in bytes/s as bit/s, `None` for "unlimited" (`~0UL`).
+fn bps(bytes_per_s: u64) -> Option<f64> {
+    (bytes_per_s != u64::MAX).then_some(bytes_per_s as f64 * 8.0)
+}
+
+/// BBR's mode from the gains `bbr_update_gains()` (tcp_bbr.c) sets for it: STARTUP uses
+/// `bbr_high_gain` for both, DRAIN `bbr_drain_gain` with the high cwnd gain, PROBE_BW
+/// `bbr_cwnd_gain` (2) with the cycle's pacing gain, PROBE_RTT 1 for both.
+fn bbr_mode(pacing_gain: u32, cwnd_gain: u32) -> &'static str {
+    match (pacing_gain, cwnd_gain) {
+        (_, BBR_CWND_GAIN) => "PROBE_BW",
+        (BBR_UNIT, BBR_UNIT) => "PROBE_RTT",
+        (BBR_HIGH_GAIN, BBR_HIGH_GAIN) => "STARTUP",
+        (BBR_DRAIN_GAIN, BBR_HIGH_GAIN) => "DRAIN",
+        _ => "",
     }
 }
 

@@ -596,7 +596,13 @@ impl Sim {
             // SCTP picks each path's source address by route lookup, as Linux does
             sctp_cfg.source_routes = node.routes.entries().into_iter().map(|(net, len, hop)| (net, len, node.ifaces[hop.iface as usize].addr.addr)).collect();
             sctp_cfg.host_addrs = node.ifaces.iter().map(|f| f.addr.addr).collect();
-            let tcp = wirelab_tcp::TcpEndpoint::new(tcp_cfg, Rng::stream(seed, &format!("node/{}/tcp", node.name)));
+            let mut tcp = wirelab_tcp::TcpEndpoint::new(tcp_cfg, Rng::stream(seed, &format!("node/{}/tcp", node.name)));
+            // SK_PACING_FQ: Linux's fq_classify() marks each socket whose packets reach an
+            // fq with pacing on; here a host whose every egress leads into such an fq
+            // (see fq_paces) has all its TCP sockets marked, from their creation
+            if !node.ifaces.is_empty() && node.ifaces.iter().all(|f| fq_paces(f.qdisc.as_ref())) {
+                tcp.set_fq_pacing(true);
+            }
             let sctp = wirelab_sctp::SctpEndpoint::new(sctp_cfg, Rng::stream(seed, &format!("node/{}/sctp", node.name)));
             let mut st = HostStack::new(tcp, sctp, cfg.shim.clone());
             st.rate = cfg.rate.clone();
@@ -1049,6 +1055,24 @@ impl Sim {
     pub fn cbr_interval(payload: u32, rate_bps: u64) -> Duration {
         wirelab_apps::UdpCbrConfig::interval_for(payload, rate_bps)
     }
+}
+
+/// Whether every packet offered to this egress qdisc tree ends in an `fq` with pacing on
+/// (`rate_enable`): the qdisc itself, or every leaf qdisc of a classful tree (HTB, prio,
+/// TBF… with `fq` leaves). That is where Linux's `fq_classify()` sets
+/// `sk->sk_pacing_status = SK_PACING_FQ` on the sending socket (new flow, fast path, or a
+/// reused socket), which turns TCP's internal pacing off (`tcp_needs_internal_pacing()`).
+/// `fq nopacing` leaves the status alone, so TCP keeps pacing itself. Packets an HTB sends
+/// from its direct queue (unclassified) never see a leaf; this check ignores that case.
+pub(crate) fn fq_paces(q: &dyn Qdisc) -> bool {
+    let mut qs = Vec::new();
+    q.tree_stats(&mut qs);
+    let mut cls = Vec::new();
+    q.class_stats(&mut cls);
+    // a qdisc is a leaf unless some class belongs to it (classid major = its handle major)
+    let is_leaf = |h: wirelab_qdisc::ClassId| h.major() == 0 || !cls.iter().any(|c| c.classid.major() == h.major());
+    let leaves: Vec<&wirelab_qdisc::QdiscStats> = qs.iter().filter(|s| is_leaf(s.handle)).collect();
+    !leaves.is_empty() && leaves.iter().all(|s| s.kind == "fq" && s.xstats.iter().any(|&(k, v)| k == "pacing" && v != 0))
 }
 
 /// A non-zero socket key for a segment whose engine named no socket: the connection's

@@ -277,6 +277,9 @@ impl Scenario {
         if let Some(v) = &a.window_clamp {
             o.push(SockOpt::WindowClamp(self.size_u32(v)?));
         }
+        if let Some(v) = &a.max_pacing_rate {
+            o.push(SockOpt::MaxPacingRate(self.rate(v)? / 8));
+        }
         if let Some(v) = &a.tos {
             o.push(SockOpt::Tos(*v.get_ref()));
         }
