@@ -81,10 +81,8 @@ pub fn prepare(out: &Path, force: bool, inputs: &[&Path]) -> Result<Cleared, (i3
             removed.push(rel);
         }
     }
-    // directories the run created (pcap/) go when they are empty now
-    for d in ["pcap"] {
-        let _ = std::fs::remove_dir(out.join(d));
-    }
+    // the directory the run created (pcap/) goes when it is empty now
+    let _ = std::fs::remove_dir(out.join("pcap"));
     let _ = std::fs::remove_file(out.join(MARKER));
     Ok(Cleared { removed })
 }
