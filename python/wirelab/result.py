@@ -13,7 +13,8 @@ from .exceptions import WirelabError
 
 #: Every table a run may write (``NAME.csv``), as ``wirelab-run``'s ``output::TABLES``.
 TABLES = ["flows", "connections", "queues", "links", "flow_timeseries", "queue_timeseries", "queue_probe",
-          "tcp_timeseries", "sctp_timeseries", "sctp_path_timeseries", "tcp_rate_timeseries", "shim_matches"]
+          "tcp_timeseries", "sctp_timeseries", "sctp_path_timeseries", "tcp_rate_timeseries", "shim_matches",
+          "rr_latency"]
 
 
 class Result:
@@ -141,6 +142,12 @@ class Result:
         """TCP-to-SCTP shim rule decisions: which rule matched which connection (chain,
         address, ``#i rule`` or ``default``, policy) and the transport it ended up on."""
         return self._csv("shim_matches.csv")
+
+    @cached_property
+    def rr_latency(self) -> pd.DataFrame:
+        """Every completed ``tcp-rr`` transaction: ``flow``, ``start_s`` (request written),
+        ``latency_ms`` (request written → whole response read), whatever the transport."""
+        return self._csv("rr_latency.csv")
 
     @cached_property
     def queue_probe(self) -> pd.DataFrame:
