@@ -31,8 +31,8 @@ def _overrides(overrides: Optional[Union[Mapping[str, Any], Sequence[str]]]) -> 
 
 
 def _source(scenario: ScenarioLike) -> tuple[Path, Optional[str]]:
-    if hasattr(scenario, "to_dict"):  # wirelab.build scenarios
-        scenario = scenario.to_dict()
+    if hasattr(scenario, "to_dict"):  # wirelab.build scenarios: errors name the builder
+        return Path(f"<{type(scenario).__name__}>"), tomli_w.dumps(scenario.to_dict())
     if isinstance(scenario, Mapping):
         return Path("<dict>"), tomli_w.dumps(dict(scenario))
     return Path(scenario), None

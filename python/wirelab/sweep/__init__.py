@@ -83,6 +83,7 @@ class SweepResult:
         return Result(self.store.runs_dir / key)
 
     flows = property(lambda self: self.table("flows"), doc="Per-application totals of every run.")
+    connections = property(lambda self: self.table("connections"), doc="One row per TCP connection of every run.")
     queues = property(lambda self: self.table("queues"), doc="Per-queue totals of every run.")
     links = property(lambda self: self.table("links"), doc="Per-link totals of every run.")
     summary = property(lambda self: self.table("summary"), doc="One row per run: fingerprint, events, times.")
