@@ -257,3 +257,49 @@ def test_sweep_axis_labels_are_parameter_values():
         "rate 10mbit delay 20ms": "delay 20ms", "rate 10mbit delay 80ms": "delay 80ms"}
     assert value_labels(["cubic", "bbr"]) == {"cubic": "cubic", "bbr": "bbr"}
     assert axis_label(["link.bn.netem", "app.bulk.cc"]) == "netem · cc"
+
+
+# -- items 6 and 10: the command line ----------------------------------------------------------
+
+def test_wirelab_alone_lists_every_subcommand_and_help_explains_each():
+    p = subprocess.run(WIRELAB, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    from wirelab import _wirelab
+
+    names = [n for n, _ in _wirelab.cli_commands()]
+    assert {"run", "validate", "report", "sweep", "analyze", "bench"} <= set(names)
+    for n in names:
+        assert f"\n  {n} " in p.stdout, n
+        h = subprocess.run([*WIRELAB, "help", n], capture_output=True, text=True)
+        assert h.returncode == 0 and "usage" in h.stdout.lower() and len(h.stdout) > 200, (n, h.stdout, h.stderr)
+
+
+def test_run_without_out_uses_results_name_and_progress_without_a_terminal(tmp_path):
+    p = subprocess.run([*WIRELAB, "run", str(QUICKSTART), "--progress", "--set", "scenario.duration=400s",
+                        "--set", "measure.capture=[]", "--set", "measure.queue_probe=[]"],
+                       cwd=tmp_path, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "results" / "quickstart" / "summary.json").exists()
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("progress: ")]
+    assert lines and "s simulated" in lines[0] and "\r" not in p.stderr, p.stderr
+
+
+def test_validate_show_lists_the_interfaces_captures_take(tmp_path):
+    p = subprocess.run([*WIRELAB, "validate", str(UDP), "--show"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "node r1 (router, forwards)" in out
+    r1 = out.split("node r1", 1)[1].split("\nnode ", 1)[0]
+    eth2 = [ln for ln in r1.splitlines() if ln.strip().startswith("eth2")][0]
+    assert "10.0.0.1/30" in eth2 and "pfifo" in eth2 and "-> r2:eth0" in eth2 and "rate 10Mbit" in eth2
+    assert "route 10.0.3.0/24 via 10.0.0.2 dev eth2" in r1
+    # every interface it lists is a name measure.capture takes
+    ifaces = []
+    node = None
+    for ln in out.splitlines():
+        if ln.startswith("node "):
+            node = ln.split()[1]
+        elif ln.strip().startswith("eth"):
+            ifaces.append(f"{node}:{ln.split()[0]}")
+    assert len(ifaces) == 8
+    wirelab.validate(UDP, overrides={"measure.capture": ifaces})
