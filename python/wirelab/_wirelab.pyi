@@ -34,6 +34,12 @@ def analyze_tables(sender: str, receiver: Optional[str] = None) -> dict[str, str
     """``wirelab analyze`` of a sender capture (and a receiver capture) without printing:
     ``{"segments": CSV text, "flows": CSV text}``. Raises ``ValueError``."""
 
+def live(path: str, out: str, seed: Optional[int] = None, overrides: Sequence[str] = ...,
+         text: Optional[str] = None) -> str:
+    """Runs the scenario live (TUN nodes, wall clock) into ``out``; returns the path of
+    ``summary.json``. Raises ``PermissionError`` without CAP_NET_ADMIN, ``ScenarioError``,
+    ``OSError``, or ``KeyboardInterrupt`` after a clean stop on Ctrl-C."""
+
 def validate(path: str, overrides: Sequence[str] = ..., text: Optional[str] = None) -> None:
     """Parses and builds the scenario without running it; raises ``ScenarioError``."""
 

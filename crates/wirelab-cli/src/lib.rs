@@ -96,6 +96,25 @@ enum Cmd {
         #[arg(long, value_name = "SIZE")]
         min_disk_free: Option<String>,
     },
+    /// Run a scenario against the wall clock, with `kind = "tun"` nodes as TUN interfaces
+    /// in network namespaces so that kernel sockets and real programs join the topology
+    /// (docs/live.md). Needs root or CAP_NET_ADMIN.
+    Live {
+        /// Scenario TOML file.
+        scenario: PathBuf,
+        /// Output directory (created).
+        #[arg(long, short)]
+        out: PathBuf,
+        /// Run seed (overrides scenario.seed).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Override a scenario key, as for `run`.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Print nothing but errors and warnings.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Check a scenario without running it; --show prints the network it builds.
     ///
     /// Errors name file, line, column and key (or the --set override that is wrong) and
@@ -218,6 +237,7 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         Cmd::Validate { scenario, set, show } => wirelab_run::validate_command(&scenario, &set, show),
         Cmd::Report { .. } => python_elsewhere("report"),
         Cmd::Sweep { .. } => python_elsewhere("sweep"),
+        Cmd::Live { scenario, out, seed, set, quiet } => wirelab_live::live_command(&scenario, &out, seed, &set, quiet),
         Cmd::Analyze(a) => match wirelab_analyze::run(&a) {
             Ok(()) => 0,
             Err(e) => {

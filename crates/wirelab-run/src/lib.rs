@@ -72,7 +72,7 @@ pub fn run_loaded_opts(sc: &Scenario, out: &Path, seed: Option<u64>, limits: &Li
     };
     marker(&[])?;
     limits::preflight(sc, out, limits).map_err(|e| (limits::EXIT_LIMIT, format!("error: resource limit: {e}")))?;
-    let built = sc.build(&BuildOptions { seed, out_dir: Some(out.to_path_buf()) }).map_err(|e| (2, format!("error: {e}")))?;
+    let built = sc.build(&BuildOptions { seed, out_dir: Some(out.to_path_buf()), live: false }).map_err(|e| (2, format!("error: {e}")))?;
     marker(&built.captures)?;
     let mut sim = built.sim;
     sim.set_watch(limits::WATCH_EVERY, limits::watch(limits.clone(), built.captures.clone(), out.to_path_buf()));
@@ -94,7 +94,8 @@ pub fn run_loaded_opts(sc: &Scenario, out: &Path, seed: Option<u64>, limits: &Li
 
 /// Parsing and building a scenario without running it (`wirelab validate`).
 pub fn validate(scenario: &Path, set: &[String]) -> Result<Scenario, wirelab_scenario::ScenarioError> {
-    Scenario::load(scenario, set).and_then(|s| s.build(&BuildOptions::default()).map(|_| s))
+    // a scenario with `tun` nodes validates too (it is for `wirelab live`)
+    Scenario::load(scenario, set).and_then(|s| s.build(&BuildOptions { live: true, ..Default::default() }).map(|_| s))
 }
 
 /// What `wirelab run` was asked to do (the front ends fill it from their flags).

@@ -498,6 +498,9 @@ def exp_midmss(out: Path, img: Path, dur: float = 8.0, eth_dur: float = 30.0) ->
             one["ack_mss_options"] = opts
             bad = _tshark_fields(pcap, ["frame.number"], "_ws.malformed || _ws.expert.severity >= \"error\"")
             one["tshark_malformed_or_error"] = len(bad)
+            # tshark's own verdict on the option: an expert warning on every non-SYN carrying it
+            warn = _tshark_fields(pcap, ["frame.number"], '_ws.expert.message == "The non-SYN packet does contain a MSS option"')
+            one["tshark_non_syn_mss_warnings"] = len(warn)
         res["fixed_1280"][name] = one
     tl = run(midmss_timeline(), out)
     res["timeline"] = {
