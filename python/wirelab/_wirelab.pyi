@@ -53,3 +53,15 @@ def cli_commands() -> list[tuple[str, list[str]]]:
 def cli_analyze(capture: str, receiver: Optional[str] = None, interval: str = "1s",
                 classes: Sequence[str] = ..., out: Optional[str] = None, json: Optional[str] = None,
                 strict: bool = False) -> int: ...
+
+def packetdrill(
+    paths: Sequence[str],
+    profile: str = "linux-6",
+    seed: int = 1,
+    tolerance_usecs: Optional[int] = None,
+    defines: Sequence[tuple[str, str]] = ...,
+) -> list[dict]:
+    """Runs packetdrill scripts against the TCP engine; one dict per script with ``path``,
+    ``status`` (pass/fail/parse_error/unsupported), ``exit_code``, ``message``, ``notes``,
+    ``printed`` (``wirelab.packetdrill`` wraps it)."""
+

@@ -24,6 +24,7 @@ use std::path::PathBuf;
 
 pub use wirelab_run::{bench, limits, output, run_loaded, run_loaded_with, run_scenario, Limits, RunOutcome};
 
+mod packetdrill;
 const EXAMPLES: &str = "\
 Examples:
   wirelab run scenarios/quickstart.toml        results in results/quickstart/ (summary, tables, pcaps)
@@ -159,6 +160,8 @@ enum Cmd {
         /// Output directory of `wirelab run`.
         results: PathBuf,
     },
+    /// Run packetdrill scripts against wirelab's TCP (docs/packetdrill.md).
+    Packetdrill(packetdrill::Args),
     /// Run the dumbbell benchmark and print events/s, simulated/wall ratio, packets/s.
     Bench {
         /// Numbers of sender/receiver pairs.
@@ -246,6 +249,7 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
             }
         },
         Cmd::ShimMatches { results } => wirelab_run::shim_matches_command(&results),
+        Cmd::Packetdrill(a) => packetdrill::run(&a),
         Cmd::Bench { flows, rate, duration, json, udp, cc, qdisc } => {
             wirelab_run::bench::bench(&flows, &rate, duration, &wirelab_run::bench::BenchLoad { udp, cc, qdisc }, json.as_deref())
         }
