@@ -212,7 +212,7 @@ def t_cells(runs: Runs, cells: list[Cell], what: str, counters: bool = True) -> 
           "relative loss greedy (%) | greedy retransmissions | bottleneck drops |", "|" + "---|" * 9]
     t3 = ["| " + what + " | queue | config | samples thin (%) | RTOs | linear RTOs (LT) | thin-dupack retx (MFR) | "
           "early retx | TLP probes | RDB packets | 1st retx timer-driven (%) | 1st retx with packets_out < 4 (%) |",
-          "|" + "---|" * 13]
+          "|" + "---|" * 12]
     for c in cells:
         r = runs[c]
         rdb = c.config.startswith("rdb")
@@ -372,7 +372,7 @@ def t_qlen(runs: Runs) -> str:
 def t_60(runs: Runs) -> str:
     """Figs 5.3-5.6: 60 thin vs 10 greedy on pfifo and codel."""
     cells = [Cell(60, 10, c, q) for q in ("pfifo", "codel") for c in ALL]
-    return t_cells(runs, cells, "streams")
+    return t_cells(runs, cells, "streams") + "\n\n" + t_problematic(runs, [Cell(60, 10), Cell(60, 10, queue="codel")])
 
 
 def t_tvt(runs: Runs) -> str:
