@@ -298,7 +298,8 @@ def t_duration(runs: Runs, short: Runs) -> str:
                          f(r, "thin_lat_max", 0), f(r, "thin_true_loss_pct", 2), f(r, "thin_rel_loss_pkt_pct", 2),
                          f(r, "greedy_rel_loss_pkt_pct", 2), f(r, "greedy_goodput_mbps", 3), f(r, "greedy_jain", 4),
                          f(r, "cnt_thin_linear_timeouts", 0), f(r, "cnt_thin_dupack_retrans", 0),
-                         f"{dr[0]:+.1f} ± {dr[1]:.1f}" if dr[2] > 1 else "–", same(runs, Cell(40, 10, k, duration_s=7500))]
+                         f"{dr[0]:+.1f} ± {dr[1]:.1f}" if dr[2] > 1 else f"{dr[0]:+.1f}" if dr[2] else "–",
+                         same(runs, Cell(40, 10, k, duration_s=7500))]
         rows.append([lab(k)] + long_cols + [f(s, "thin_lat_p99", 0), f(s, "thin_lat_max", 0),
                                             f(s, "thin_rel_loss_pkt_pct", 2), f(s, "greedy_rel_loss_pkt_pct", 2),
                                             f(s, "greedy_goodput_mbps", 3), f(s, "cnt_thin_linear_timeouts", 0),
