@@ -34,3 +34,16 @@ def test_rate_control_holds_the_t1_stream_to_the_target(tmp_path):
     r20, win = rate(20)
     assert set(win) == {rc.MSS_ETH}
     assert 0.75 < r20 / 1e6 < 0.85 and r20 > 2.5 * 0.2 * rc.T1_RATE, r20
+
+
+def test_rate_control_midstream_mss_section_6_4(tmp_path):
+    """§6.4: the receiver's ACKs carry an MSS option that shrinks with a 1280-B window (the
+    thesis's phase 2). A Linux sender ignores it and stays in the sub-MSS collapse (one
+    segment per window probe); TCP_MAXSEG mid-stream changes nothing; a sender honouring
+    the option (the wirelab extension) sends 1268-B segments stop-and-wait, megabits."""
+    r = rc.run(rc.midmss_timeline(), tmp_path)
+    linux, after_maxseg, honoured = (rc.mean_rate(r, "sink1", a, b) for a, b in ((1, 4), (5, 8), (9, 12)))
+    assert 40e3 < linux < 60e3 and after_maxseg == linux, (linux, after_maxseg)
+    assert honoured > 100 * linux and 6.5e6 < honoured < 7.5e6, honoured
+    ttcp = next(x for x in rc.read_csv(r / "flows.csv") if x["name"] == "ttcp1")
+    assert ttcp["error"] == "", "both setsockopt events succeed"

@@ -91,6 +91,12 @@ class Result:
         return self._csv("shim_matches.csv")
 
     @cached_property
+    def rr_latency(self) -> pd.DataFrame:
+        """Every completed ``tcp-rr`` transaction: ``flow``, ``start_s`` (request written),
+        ``latency_ms`` (request written → whole response read), whatever the transport."""
+        return self._csv("rr_latency.csv")
+
+    @cached_property
     def queue_probe(self) -> pd.DataFrame:
         """Per-packet enqueue/dequeue/drop records of probed queues."""
         return self._csv("queue_probe.csv")
@@ -105,7 +111,7 @@ class Result:
         written = []
         for name in ["flows", "queues", "links", "flow_timeseries", "queue_timeseries", "queue_probe",
                      "tcp_timeseries", "sctp_timeseries", "sctp_path_timeseries", "tcp_rate_timeseries",
-                     "shim_matches"]:
+                     "shim_matches", "rr_latency"]:
             df = getattr(self, name)
             if len(df.columns):
                 p = self.out_dir / f"{name}.parquet"

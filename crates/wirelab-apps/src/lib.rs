@@ -147,6 +147,23 @@ impl App {
         }
     }
 
+    /// Records a socket error of a client (a failed scheduled `setsockopt()`); servers
+    /// keep none.
+    pub fn note_error(&mut self, e: wirelab_tcp::SockError) {
+        match &mut self.kind {
+            AppKind::TcpBulk(tcp::TcpBulk { state: c, .. }) | AppKind::TcpRr(tcp::TcpRr { state: c, .. }) | AppKind::TcpThin(tcp::TcpThin { state: c, .. }) => c.error = Some(e),
+            _ => {}
+        }
+    }
+
+    /// A `tcp-rr` client's completed transactions: request start times and latencies (ns).
+    pub fn rr_latencies(&self) -> Option<(&[wirelab_core::Instant], &[u64])> {
+        match &self.kind {
+            AppKind::TcpRr(r) => Some((&r.latency_starts, &r.latencies)),
+            _ => None,
+        }
+    }
+
     /// Calls `f` for each live TCP socket of this app (for time series).
     pub fn tcp_sockets(&self, f: &mut dyn FnMut(wirelab_tcp::SocketId)) {
         match &self.kind {

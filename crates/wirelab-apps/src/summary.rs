@@ -90,6 +90,11 @@ impl App {
                 s.rx_bytes = k.rx_bytes;
                 s.reordered = k.reordered;
                 s.lost = k.seq_end.saturating_sub(k.rx_pkts);
+                if let Some(t) = k.killed_at {
+                    // receiver-side UDP rate policy (seed 003 §5.2.2): KILL closed the socket
+                    s.state = "killed".into();
+                    s.error = format!("closed by the UDP rate policy (KILL) at {:.3} s, as by an ICMP port unreachable", t.as_secs_f64());
+                }
                 if k.seq_end > 0 {
                     s.loss_ratio = s.lost as f64 / k.seq_end as f64;
                 }

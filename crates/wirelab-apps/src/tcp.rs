@@ -667,6 +667,8 @@ pub struct TcpRr {
     pub req_start: Option<Instant>,
     /// Completed transaction latencies (ns).
     pub latencies: Vec<u64>,
+    /// When each completed transaction's request was written (`latencies[i]`'s start).
+    pub latency_starts: Vec<Instant>,
     /// Requests whose turn came while the previous one was outstanding.
     pub skipped: u64,
 }
@@ -674,7 +676,7 @@ pub struct TcpRr {
 impl TcpRr {
     /// A client that has not connected yet.
     pub fn new(cfg: TcpRrConfig) -> Self {
-        TcpRr { cfg, state: ClientState::default(), req_start: None, latencies: Vec::new(), skipped: 0 }
+        TcpRr { cfg, state: ClientState::default(), req_start: None, latencies: Vec::new(), latency_starts: Vec::new(), skipped: 0 }
     }
 
     /// Handles one input; returns the next timer to arm.
@@ -712,6 +714,7 @@ impl TcpRr {
                         if self.state.pending_reply == 0 {
                             if let Some(t0) = self.req_start.take() {
                                 self.latencies.push((ctx.now - t0).as_nanos());
+                                self.latency_starts.push(t0);
                                 if self.cfg.interval == Duration::ZERO {
                                     if ctx.now >= self.cfg.stop {
                                         return self.finish(ctx);

@@ -183,3 +183,153 @@ port = 7002
     assert!(sb.rx_packets as f64 >= 0.99 * f("b").tx_packets as f64 - 5.0, "important: all delivered");
     assert!((sa.rx_packets as f64) < 0.8 * a.tx_packets as f64, "policed: {} of {}", sa.rx_packets, a.tx_packets);
 }
+
+/// The UDP state machine of §5.2.2 as the run's tables show it: a 1000 datagram/s flood
+/// against a 100 datagram/s limit (100-ms chunks, drop time 1 s, warn time 2 s) goes OKAY →
+/// DROP at the first completed chunk, WARN 1 s later, and KILL when the warn time is up
+/// with the rate still over; a sender that slows down to 50/s after the first second
+/// comes back to OKAY instead. `tcp_rate_timeseries.csv` rows `udp *:PORT` carry the
+/// state, and the killed sink says so in `flows.csv`.
+#[test]
+fn udp_policy_goes_okay_drop_warn_kill_and_back_to_okay() {
+    let text = r#"[scenario]
+name = "udp-policy"
+duration = "6s"
+
+[[node]]
+name = "tx"
+[[node]]
+name = "rx"
+sysctl = { "net.ipv4.rate_status" = 1, "net.ipv4.rate_control_udp" = 100, "net.ipv4.rate_udp_drop_time" = 1, "net.ipv4.rate_udp_warn_time" = 2 }
+
+[[link]]
+a = { node = "tx" }
+b = { node = "rx" }
+netem = "rate 10mbit delay 1ms"
+
+[[app]]
+name = "flood"
+kind = "udp-cbr"
+node = "tx"
+dst = "rx:7001"
+interval = "1ms"
+size = 100
+[[app]]
+name = "burst"
+kind = "udp-cbr"
+node = "tx"
+dst = "rx:7002"
+interval = "1ms"
+size = 100
+stop = "1s"
+[[app]]
+name = "calm"
+kind = "udp-cbr"
+node = "tx"
+dst = "rx:7002"
+interval = "20ms"
+size = 100
+start = "1s"
+[[app]]
+name = "s1"
+kind = "udp-sink"
+node = "rx"
+port = 7001
+[[app]]
+name = "s2"
+kind = "udp-sink"
+node = "rx"
+port = 7002
+"#;
+    let r = common::run(text, None);
+    let state = |port: u16, t: f64| {
+        r.rate_series
+            .iter()
+            .rfind(|x| x.conn == format!("udp *:{port}") && x.time_s <= t + 1e-9)
+            .map(|x| x.mode.clone())
+            .unwrap_or_default()
+    };
+    // the first chunk (100 ms) completes with the first datagram after it: DROP from ≈ 0.1 s
+    for (t, want) in [(0.1, "OKAY"), (0.5, "DROP"), (1.0, "DROP"), (1.5, "WARN"), (3.0, "WARN"), (3.5, "KILL"), (6.0, "KILL")] {
+        assert_eq!(state(7001, t), want, "flood at {t} s");
+    }
+    for (t, want) in [(0.5, "DROP"), (1.5, "WARN"), (3.5, "OKAY"), (6.0, "OKAY")] {
+        assert_eq!(state(7002, t), want, "burst then calm at {t} s");
+    }
+    let f = |n: &str| r.flows.iter().find(|f| f.name == n).unwrap().clone();
+    let s1 = f("s1");
+    assert_eq!(s1.state, "killed");
+    assert!(s1.error.contains("(KILL) at 3.10"), "{}", s1.error);
+    // delivered: ≈ 100 datagrams before DROP and ≈ 2000 in WARN, nothing after the kill
+    assert!((2000..2300).contains(&s1.rx_packets), "{}", s1.rx_packets);
+    let s2 = f("s2");
+    assert_eq!(s2.state, "");
+    // the calm sender's 250 datagrams from 1 s on: all after 1.1 s delivered
+    assert!(s2.rx_packets >= 100 + 240, "{}", s2.rx_packets);
+}
+
+/// §6.4 (changing the MSS mid-stream) through scenario events: the receiver offers a
+/// fixed 1280-byte window (below the 1448-byte MSS) and, with `rate_mss_option = window`,
+/// re-advertises an MSS of 1280 on its ACKs. At 4 s the sender's app sets `TCP_MAXSEG`
+/// 500: accepted, no effect (Linux); at 8 s it switches the wirelab `midstream_mss`
+/// extension on and follows the ACKs' option from then on.
+#[test]
+fn midstream_mss_events() {
+    let text = r#"[scenario]
+name = "mss-midstream"
+duration = "12s"
+profile = "linux-2.2"
+
+[[node]]
+name = "ford"
+[[node]]
+name = "oid"
+sysctl = { "net.ipv4.rate_status" = 1, "net.ipv4.rate_fixed_window" = 1280, "net.ipv4.rate_mss_option" = "window" }
+
+[[link]]
+a = { node = "ford" }
+b = { node = "oid" }
+netem = "rate 10mbit delay 150us"
+
+[[app]]
+name = "ttcp"
+kind = "tcp-bulk"
+node = "ford"
+dst = "oid:5001"
+size = 8192
+[[app]]
+name = "sink"
+kind = "tcp-sink"
+node = "oid"
+port = 5001
+
+[[event]]
+at = "4s"
+app = "ttcp"
+action = "setsockopt"
+mss = 500
+
+[[event]]
+at = "8s"
+app = "ttcp"
+action = "setsockopt"
+midstream_mss = true
+
+[measure]
+sample_interval = "1s"
+"#;
+    let r = common::run(text, None);
+    let rx = |t0: f64, t1: f64| {
+        let at = |t: f64| r.flow_series.iter().filter(|x| x.flow == "sink" && x.time_s <= t + 1e-9).map(|x| x.rx_bytes).max().unwrap_or(0);
+        (at(t1) - at(t0)) as f64 * 8.0 / (t1 - t0)
+    };
+    let (before, after_maxseg, honoured) = (rx(1.0, 4.0), rx(5.0, 8.0), rx(9.0, 12.0));
+    eprintln!("{before:.0} {after_maxseg:.0} {honoured:.0} bit/s");
+    // sub-MSS window: one 1280-byte segment per window probe (~210 ms) → ≈ 49 kbit/s
+    assert!((40e3..60e3).contains(&before), "{before}");
+    assert_eq!(before, after_maxseg, "TCP_MAXSEG on an established connection changes nothing");
+    // honoured: 1268-byte segments, stop-and-wait on a 0.3-ms round trip → megabits
+    assert!(honoured > 5e6, "{honoured}");
+    let ttcp = r.flows.iter().find(|f| f.name == "ttcp").unwrap();
+    assert_eq!(ttcp.error, "", "both setsockopt calls succeed");
+}

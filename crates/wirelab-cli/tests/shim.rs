@@ -318,3 +318,79 @@ port = 9000
     assert_eq!(s.tx_bytes, 4 * 512, "four replies");
     assert!(c.transfer_time_s > 0.8 && c.transfer_time_s < 3.0, "{c:?}");
 }
+
+/// A `tcp-rr` session (64 B every 200 ms, echoed) on the lossless scp path, with the
+/// client's and server's shim rules given: (first request's start, median latency, the
+/// client's transport, transactions completed, requests written).
+fn interactive(client_shim: &str, server_shim: &str) -> (f64, f64, String, usize, u64) {
+    let text = format!(
+        r#"[scenario]
+name = "shim-rr"
+duration = "10s"
+profile = "linux-6"
+
+[[node]]
+name = "c"
+shim = {client_shim}
+[[node]]
+name = "r"
+kind = "router"
+[[node]]
+name = "s"
+shim = {server_shim}
+
+[[link]]
+a = {{ node = "c" }}
+b = {{ node = "r" }}
+netem = "rate 100mbit delay 1ms"
+[[link]]
+a = {{ node = "r", qdisc = "pfifo limit 50" }}
+b = {{ node = "s" }}
+netem = "rate 1.5mbit delay 35ms"
+
+[[app]]
+name = "ssh"
+kind = "tcp-rr"
+node = "c"
+dst = "s:22"
+size = 64
+interval = "200ms"
+stop = "9s"
+nodelay = true
+[[app]]
+name = "sshd"
+kind = "tcp-echo"
+node = "s"
+port = 22
+"#
+    );
+    let r = common::run(&text, None);
+    let c = r.flows.iter().find(|f| f.name == "ssh").unwrap();
+    let mut lat: Vec<f64> = r.rr_latency.iter().filter(|x| x.flow == "ssh").map(|x| x.latency_ms).collect();
+    assert_eq!(lat.len() as u64, c.rx_packets, "one rr_latency row per completed transaction");
+    lat.sort_by(f64::total_cmp);
+    (r.rr_latency[0].start_s, lat[lat.len() / 2], c.proto.to_string(), lat.len(), c.tx_bytes / 64)
+}
+
+/// Interactive traffic through the shim (seed 5, issue 18) and the set-up cost the SSH
+/// handshake pays: over SCTP each keystroke's echo takes what it takes over TCP (one round
+/// trip, ≈ 73 ms), but the first request waits one round trip longer (the four-way
+/// INIT / INIT-ACK / COOKIE-ECHO / COOKIE-ACK handshake before `connect()` completes,
+/// against TCP's SYN / SYN-ACK); a server without the shim answers the INIT with ABORT and
+/// the fallback costs that same extra round trip.
+#[test]
+fn interactive_latency_and_setup_through_the_shim() {
+    let on = (r#"["remote enable any"]"#, r#"["local enable any"]"#);
+    let (t_tcp, m_tcp, p_tcp, n_tcp, w_tcp) = interactive(r#"["remote default disable"]"#, r#"["local default disable"]"#);
+    let (t_sh, m_sh, p_sh, n_sh, w_sh) = interactive(on.0, on.1);
+    let (t_ab, m_ab, p_ab, _, _) = interactive(on.0, "[]");
+    assert_eq!((p_tcp.as_str(), p_sh.as_str(), p_ab.as_str()), ("tcp", "sctp", "tcp"));
+    // every request answered (nothing outstanding at the 200-ms tick on a lossless path)
+    assert!(n_tcp as u64 == w_tcp && n_sh as u64 == w_sh && n_sh >= 43, "{n_tcp}/{w_tcp} {n_sh}/{w_sh}");
+    // one round trip per keystroke: 2 × 36 ms plus serialisation, the same on both
+    assert!((72.0..76.0).contains(&m_tcp) && (m_sh - m_tcp).abs() < 1.0 && (m_ab - m_tcp).abs() < 1.0, "{m_tcp} {m_sh} {m_ab}");
+    let rtt = m_tcp / 1e3;
+    assert!((t_tcp / rtt - 1.0).abs() < 0.05, "TCP: the first request after one round trip: {t_tcp}");
+    assert!((t_sh / rtt - 2.0).abs() < 0.05, "shim: after two: {t_sh}");
+    assert!((t_ab / rtt - 2.0).abs() < 0.05, "INIT → ABORT, then SYN → SYN-ACK: {t_ab}");
+}

@@ -94,6 +94,26 @@ pub struct RateConfig {
     /// *ours* `rate_mss`: MSS for every new connection (§6.5; 0 = off). Carried only: the
     /// simulator applies it with `SockOpt::MaxSeg`.
     pub mss: Option<u16>,
+    /// *ours* `rate_mss_option`: re-advertise the MSS in the ACKs after the handshake
+    /// (§6.4; default `off`).
+    pub mss_option: MssOption,
+}
+
+/// §6.4 "Evaluating the MSS changeability": what the receiver's pure ACKs carry after
+/// the handshake (`net.ipv4.rate_mss_option`). No Linux sends an MSS option outside a
+/// SYN, and Linux ignores one (`tcp_parse_options()` reads it only if `th->syn`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum MssOption {
+    /// No MSS option after the handshake (Linux).
+    #[default]
+    Off,
+    /// Phase 1 of §6.4: "advertise the MSS in each TCP header": the receive MSS of the
+    /// SYN, on every ACK.
+    Every,
+    /// Phase 2: "should the TCP window fall below the current MSS, the MSS will shrink
+    /// with it": the offered window when it is below the MSS (and at least 88 bytes,
+    /// `TCP_MIN_MSS`), else the MSS.
+    Window,
 }
 
 impl Default for RateConfig {
@@ -116,6 +136,7 @@ impl Default for RateConfig {
             allow_retract: false,
             fixed_window: None,
             mss: None,
+            mss_option: MssOption::Off,
         }
     }
 }
@@ -142,6 +163,7 @@ pub const SYSCTL_NAMES: &[&str] = &[
     "net.ipv4.rate_allow_retract",
     "net.ipv4.rate_fixed_window",
     "net.ipv4.rate_mss",
+    "net.ipv4.rate_mss_option",
 ];
 
 /// `/proc/sys/net/ipv4/rate_x`, `net/ipv4/rate_x` or `net.ipv4.rate_x` → `rate_x`.
@@ -293,6 +315,14 @@ impl RateConfig {
                 }
                 self.mss = (n > 0).then_some(n as u16);
             }
+            "rate_mss_option" => {
+                self.mss_option = match v {
+                    "off" | "0" => MssOption::Off,
+                    "every" | "1" => MssOption::Every,
+                    "window" | "2" => MssOption::Window,
+                    _ => return Err(format!("{key}: expected `off` (0), `every` (1) or `window` (2), got `{v}`")),
+                }
+            }
             _ => {
                 return Err(format!("unknown rate-control sysctl `{name}`: expected one of {}", SYSCTL_NAMES.join(", ")));
             }
@@ -335,6 +365,12 @@ impl RateConfig {
             b(self.allow_retract),
             self.fixed_window.unwrap_or(0).to_string(),
             self.mss.unwrap_or(0).to_string(),
+            match self.mss_option {
+                MssOption::Off => "off",
+                MssOption::Every => "every",
+                MssOption::Window => "window",
+            }
+            .to_string(),
         ];
         SYSCTL_NAMES.iter().copied().zip(vals).collect()
     }
@@ -406,6 +442,7 @@ mod test {
             ("net.ipv4.rate_tolerance", "150", "0..=100"),
             ("net.ipv4.rate_fixed_window", "5000000000", "exceeds"),
             ("net.ipv4.rate_mss", "10", "64..=65535"),
+            ("net.ipv4.rate_mss_option", "always", "`off` (0), `every` (1) or `window` (2)"),
             ("net.ipv4.rate_idle_time", "0", "must be > 0"),
         ];
         for (k, v, want) in cases {
@@ -427,6 +464,7 @@ mod test {
         c.set_sysctl("net.ipv4.rate_fixed_window", "1280").unwrap();
         c.set_sysctl("net.ipv4.rate_mss", "536").unwrap();
         c.set_sysctl("net.ipv4.rate_step_trigger", "window").unwrap();
+        c.set_sysctl("net.ipv4.rate_mss_option", "window").unwrap();
         let list = c.sysctls();
         assert_eq!(list.len(), SYSCTL_NAMES.len());
         let mut d = RateConfig::default();

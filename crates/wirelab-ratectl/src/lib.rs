@@ -47,7 +47,7 @@ pub mod table;
 pub mod tcp;
 pub mod udp;
 
-pub use config::{RateConfig, RateTarget, SYSCTL_NAMES};
+pub use config::{MssOption, RateConfig, RateTarget, SYSCTL_NAMES};
 pub use hook::RcvWindowPolicy;
 pub use meter::{AgingMode, ChunkSample, MeterConfig, RateMeter, RATE_AGE_PERIOD};
 pub use policy::{OriginalSteps, PolicyKind, StepTrigger, WindowPolicy};

@@ -13,7 +13,7 @@
 //! the same with the exact `rcv_nxt`, so this is a belt-and-braces bound that also keeps
 //! the published window honest). Shrinking thus takes effect as the peer's data consumes
 //! the window (seed-systems.md §4.6).
-use crate::config::{RateConfig, RateTarget};
+use crate::config::{MssOption, RateConfig, RateTarget};
 use crate::hook::RcvWindowPolicy;
 use crate::meter::RateMeter;
 use crate::policy::{StepTrigger, WindowPolicy};
@@ -196,6 +196,17 @@ impl RcvWindowPolicy for TcpRateController {
         }
     }
 
+    fn mss_option(&self, offered: u32, mss: u32) -> Option<u16> {
+        let m = mss.min(u16::MAX as u32);
+        match self.cfg.mss_option {
+            MssOption::Off => None,
+            MssOption::Every => Some(m as u16),
+            // TCP_MIN_MSS = 88: a smaller option would not be a valid MSS
+            MssOption::Window if (88..m).contains(&offered) => Some(offered as u16),
+            MssOption::Window => Some(m as u16),
+        }
+    }
+
     fn allow_retract(&self) -> bool {
         self.cfg.allow_retract
     }
@@ -224,6 +235,23 @@ mod test {
             w = c.limit(ms(t0 + i), linux, 1460);
         }
         w
+    }
+
+    #[test]
+    fn mss_option_modes_of_section_6_4() {
+        let mut c = RateConfig::default();
+        assert_eq!(TcpRateController::new(&c).mss_option(1280, 1460), None, "off: Linux sends none");
+        c.set_sysctl("net.ipv4.rate_mss_option", "every").unwrap();
+        let t = TcpRateController::new(&c);
+        assert_eq!((t.mss_option(1280, 1460), t.mss_option(30000, 1460)), (Some(1460), Some(1460)));
+        c.set_sysctl("net.ipv4.rate_mss_option", "window").unwrap();
+        let t = TcpRateController::new(&c);
+        // shrinks with a sub-MSS window, never below TCP_MIN_MSS (88) nor above the MSS
+        assert_eq!(t.mss_option(1280, 1460), Some(1280));
+        assert_eq!(t.mss_option(256, 1460), Some(256));
+        assert_eq!(t.mss_option(0, 1460), Some(1460), "a zero window is no MSS");
+        assert_eq!(t.mss_option(87, 1460), Some(1460));
+        assert_eq!(t.mss_option(64000, 1460), Some(1460));
     }
 
     #[test]

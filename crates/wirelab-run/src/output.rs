@@ -46,6 +46,9 @@ pub fn write_all(out: &Path, sc: &Scenario, r: &RunResults, wall_seconds: f64, c
     if !r.shim_matches.is_empty() {
         files.push("shim_matches.csv".into());
     }
+    if !r.rr_latency.is_empty() {
+        files.push("rr_latency.csv".into());
+    }
     let file_name = Path::new(&sc.file).file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
     let s = Summary {
         wirelab_version: env!("CARGO_PKG_VERSION"),
@@ -83,6 +86,9 @@ pub fn write_all(out: &Path, sc: &Scenario, r: &RunResults, wall_seconds: f64, c
     }
     if !r.shim_matches.is_empty() {
         table(out, "shim_matches.csv", &r.shim_matches)?;
+    }
+    if !r.rr_latency.is_empty() {
+        table(out, "rr_latency.csv", &r.rr_latency)?;
     }
     if !r.probe.is_empty() {
         let mut w = csv(out, "queue_probe.csv", "time_ns,dev,event,pkt_id,len,qlen,backlog,sojourn_ns,src,dst,proto,sport,dport")?;

@@ -203,6 +203,10 @@ pub struct AppSpec {
     /// `TCP_MAXSEG`.
     #[serde(default)]
     pub mss: Option<Spanned<u16>>,
+    /// Honour MSS options after the handshake (wirelab extension, seed 003 §6.4; no stack
+    /// does this).
+    #[serde(default)]
+    pub midstream_mss: Option<bool>,
     /// Request/response rounds before the data (`tcp-file`, default 4).
     #[serde(default)]
     pub exchanges: Option<Spanned<u32>>,
@@ -263,16 +267,33 @@ fn size_or_int<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<S>, D::E
     Ok(Some(Spanned::new(span, s)))
 }
 
-/// `[[event]]`.
+/// `[[event]]`: a link change (`link` + `down`/`up`/`netem`) or an application's
+/// `setsockopt()` at a time (`app` + `setsockopt` + option keys).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EventSpec {
     /// When.
     pub at: S,
-    /// Link name.
-    pub link: S,
-    /// `down`, `up` or `netem`.
+    /// Link name (link events).
+    #[serde(default)]
+    pub link: Option<S>,
+    /// App name (`setsockopt` events): the option goes to the app's open TCP sockets.
+    #[serde(default)]
+    pub app: Option<S>,
+    /// `down`, `up`, `netem` or `setsockopt`.
     pub action: S,
+    /// `setsockopt`: `TCP_MAXSEG`.
+    #[serde(default)]
+    pub mss: Option<Spanned<u16>>,
+    /// `setsockopt`: `TCP_NODELAY`.
+    #[serde(default)]
+    pub nodelay: Option<bool>,
+    /// `setsockopt`: `TCP_WINDOW_CLAMP`.
+    #[serde(default)]
+    pub window_clamp: Option<S>,
+    /// `setsockopt`: honour MSS options after the handshake (wirelab extension, seed 003 §6.4).
+    #[serde(default)]
+    pub midstream_mss: Option<bool>,
     /// New netem spec for `action = "netem"`.
     #[serde(default)]
     pub netem: Option<S>,
@@ -355,12 +376,12 @@ pub const THIN_PRESETS: &[(&str, u32, u64, &str)] = &[
 pub const APP_KINDS: &[(&str, &[&str])] = &[
     ("udp-cbr", &["dst", "port", "rate", "interval", "size", "count", "start", "stop"]),
     ("udp-sink", &["port", "start", "stop"]),
-    ("tcp-bulk", &["dst", "size", "bytes", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss", "max_pacing_rate"]),
-    ("tcp-file", &["dst", "size", "bytes", "start", "exchanges", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss", "max_pacing_rate"]),
-    ("tcp-sink", &["port", "read_rate", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss", "max_pacing_rate"]),
-    ("tcp-echo", &["port", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss", "max_pacing_rate"]),
-    ("tcp-thin", &["dst", "preset", "size", "interval", "jitter", "itt_dist", "replay", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "tos", "mss", "max_pacing_rate"]),
-    ("tcp-rr", &["dst", "size", "interval", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "tos", "mss", "max_pacing_rate"]),
+    ("tcp-bulk", &["dst", "size", "bytes", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss", "max_pacing_rate", "midstream_mss"]),
+    ("tcp-file", &["dst", "size", "bytes", "start", "exchanges", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss", "max_pacing_rate", "midstream_mss"]),
+    ("tcp-sink", &["port", "read_rate", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss", "max_pacing_rate", "midstream_mss"]),
+    ("tcp-echo", &["port", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss", "max_pacing_rate", "midstream_mss"]),
+    ("tcp-thin", &["dst", "preset", "size", "interval", "jitter", "itt_dist", "replay", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "tos", "mss", "max_pacing_rate", "midstream_mss"]),
+    ("tcp-rr", &["dst", "size", "interval", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "tos", "mss", "max_pacing_rate", "midstream_mss"]),
     ("sctp-bulk", &["dst", "size", "bytes", "start", "stop", "nodelay", "sndbuf", "rcvbuf", "streams", "unordered", "single_homed", "cmt"]),
     ("sctp-sink", &["port", "nodelay", "sndbuf", "rcvbuf", "cmt"]),
     ("sctp-echo", &["port", "nodelay", "sndbuf", "rcvbuf", "cmt"]),
@@ -371,6 +392,40 @@ fn span<T>(s: &Spanned<T>) -> core::ops::Range<usize> {
 }
 
 impl Scenario {
+    /// The index of the `[[app]]` named `name` (its `name`, or the default `kind#index`).
+    pub fn app_index(&self, name: &S) -> Result<usize, ScenarioError> {
+        let names: Vec<String> = self.doc.apps.iter().enumerate().map(|(i, a)| a.name.as_ref().map(|n| n.get_ref().clone()).unwrap_or_else(|| format!("{}#{i}", a.kind.get_ref()))).collect();
+        names.iter().position(|n| n == name.get_ref()).ok_or_else(|| self.error_at(span(name), format!("no app named `{}` (apps: {})", name.get_ref(), names.join(", "))))
+    }
+
+    /// A `setsockopt` event: an existing TCP app, at least one option, no link keys.
+    fn check_sockopt_event(&self, e: &EventSpec) -> Result<(), ScenarioError> {
+        let Some(app) = &e.app else {
+            return Err(self.error_at(span(&e.action), "a `setsockopt` event needs `app` (the application whose sockets get the option)"));
+        };
+        let a = &self.doc.apps[self.app_index(app)?];
+        if !a.kind.get_ref().starts_with("tcp-") {
+            return Err(self.error_at(span(app), format!("app `{}` is a `{}`: `setsockopt` events take TCP apps (tcp-*)", app.get_ref(), a.kind.get_ref())));
+        }
+        for (k, v) in [("link", &e.link), ("netem", &e.netem), ("direction", &e.direction)] {
+            if let Some(v) = v {
+                return Err(self.error_at(span(v), format!("key `{k}` is not used by action `setsockopt`")));
+            }
+        }
+        if e.mss.is_none() && e.nodelay.is_none() && e.window_clamp.is_none() && e.midstream_mss.is_none() {
+            return Err(self.error_at(span(&e.action), "a `setsockopt` event needs an option: mss, nodelay, window_clamp or midstream_mss"));
+        }
+        if let Some(m) = &e.mss {
+            if *m.get_ref() < 88 {
+                return Err(self.error_at(m.span(), "mss must be at least 88 bytes (TCP_MIN_MSS)"));
+            }
+        }
+        if let Some(w) = &e.window_clamp {
+            self.size(w)?;
+        }
+        Ok(())
+    }
+
     /// Parses a time value at `s`.
     pub fn time(&self, s: &S) -> Result<Duration, ScenarioError> {
         units::parse_time(s.get_ref()).map_err(|e| self.error_at(span(s), e.to_string()))
@@ -475,7 +530,7 @@ impl Scenario {
             };
             // booleans carry no span; report them at the app's `kind`
             let flag = |b: Option<bool>| b.map(|_| span(&a.kind));
-            let given: [(&str, Option<core::ops::Range<usize>>); 26] = [
+            let given: [(&str, Option<core::ops::Range<usize>>); 27] = [
                 ("jitter", a.jitter.as_ref().map(span)),
                 ("itt_dist", a.itt_dist.as_ref().map(span)),
                 ("replay", a.replay.as_ref().and_then(|r| r.first()).map(span)),
@@ -496,6 +551,7 @@ impl Scenario {
                 ("max_pacing_rate", a.max_pacing_rate.as_ref().map(span)),
                 ("tos", a.tos.as_ref().map(span)),
                 ("mss", a.mss.as_ref().map(span)),
+                ("midstream_mss", flag(a.midstream_mss)),
                 ("exchanges", a.exchanges.as_ref().map(span)),
                 ("read_rate", a.read_rate.as_ref().map(span)),
                 ("streams", a.streams.as_ref().map(span)),
@@ -525,15 +581,29 @@ impl Scenario {
         }
         for e in &d.events {
             self.time(&e.at)?;
-            if !(0..d.links.len()).any(|i| &self.link_name(i) == e.link.get_ref()) {
+            if e.action.get_ref() == "setsockopt" {
+                self.check_sockopt_event(e)?;
+                continue;
+            }
+            let Some(link) = &e.link else {
+                return Err(self.error_at(span(&e.action), format!("a `{}` event needs a `link`", e.action.get_ref())));
+            };
+            if let Some(a) = &e.app {
+                return Err(self.error_at(span(a), "`app` is only used by action `setsockopt`"));
+            }
+            let opt_key = [("mss", e.mss.is_some()), ("nodelay", e.nodelay.is_some()), ("window_clamp", e.window_clamp.is_some()), ("midstream_mss", e.midstream_mss.is_some())];
+            if let Some((k, _)) = opt_key.iter().find(|x| x.1) {
+                return Err(self.error_at(span(&e.action), format!("key `{k}` is only used by action `setsockopt`")));
+            }
+            if !(0..d.links.len()).any(|i| &self.link_name(i) == link.get_ref()) {
                 let known: Vec<String> = (0..d.links.len()).map(|i| self.link_name(i)).collect();
-                return Err(self.error_at(span(&e.link), format!("no link named `{}` (links: {})", e.link.get_ref(), known.join(", "))));
+                return Err(self.error_at(span(link), format!("no link named `{}` (links: {})", link.get_ref(), known.join(", "))));
             }
             match e.action.get_ref().as_str() {
                 "down" | "up" => {}
                 "netem" if e.netem.is_some() => {}
                 "netem" => return Err(self.error_at(span(&e.action), "action `netem` needs a `netem` key with the new spec")),
-                other => return Err(self.error_at(span(&e.action), format!("`{other}` is not an event action; expected down, up or netem"))),
+                other => return Err(self.error_at(span(&e.action), format!("`{other}` is not an event action; expected down, up, netem or setsockopt"))),
             }
             if let Some(dir) = &e.direction {
                 if !matches!(dir.get_ref().as_str(), "ab" | "ba" | "both") {

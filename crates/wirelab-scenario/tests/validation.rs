@@ -227,3 +227,26 @@ fn two_listeners_on_one_port() {
     let e = Scenario::from_text("v.toml", &format!("{text}\n[[app]]\nkind = \"sctp-sink\"\nnode = \"h2\"\nport = 5001\n"), &[]).unwrap_err();
     assert!(e.message.contains("SCTP port 5001 on node `h2` is already taken by app `tsink`"), "{e}");
 }
+
+/// `setsockopt` events (seed 003 §6.4): a TCP app by name, at least one option, no link
+/// keys; link events keep needing a link and take no socket options.
+#[test]
+fn setsockopt_events() {
+    with("[[event]]\nat = \"1s\"\napp = \"bulk\"\naction = \"setsockopt\"\nmss = 500\nmidstream_mss = true\n").unwrap();
+    let cases: [(&str, &str, &str); 7] = [
+        ("[[event]]\nat = \"1s\"\naction = \"setsockopt\"\nmss = 500\n", "event[1].action", "needs `app`"),
+        ("[[event]]\nat = \"1s\"\napp = \"nope\"\naction = \"setsockopt\"\nmss = 500\n", "event[1].app", "no app named `nope` (apps: cbr, sink, bulk, tsink)"),
+        ("[[event]]\nat = \"1s\"\napp = \"cbr\"\naction = \"setsockopt\"\nmss = 500\n", "event[1].app", "is a `udp-cbr`"),
+        ("[[event]]\nat = \"1s\"\napp = \"bulk\"\naction = \"setsockopt\"\n", "event[1].action", "needs an option: mss, nodelay, window_clamp or midstream_mss"),
+        ("[[event]]\nat = \"1s\"\napp = \"bulk\"\naction = \"setsockopt\"\nmss = 40\n", "event[1].mss", "at least 88"),
+        ("[[event]]\nat = \"1s\"\napp = \"bulk\"\nlink = \"left\"\naction = \"setsockopt\"\nmss = 500\n", "event[1].link", "not used by action `setsockopt`"),
+        ("[[event]]\nat = \"1s\"\nlink = \"left\"\naction = \"down\"\nmss = 500\n", "event[1].action", "only used by action `setsockopt`"),
+    ];
+    for (extra, key, msg) in cases {
+        let e = with(extra).unwrap_err();
+        assert_eq!(e.key, key, "{extra}: {e}");
+        assert!(e.message.contains(msg), "{extra}: {e}");
+    }
+    let e = with("[[event]]\nat = \"1s\"\naction = \"down\"\n").unwrap_err();
+    assert!(e.message.contains("needs a `link`"), "{e}");
+}

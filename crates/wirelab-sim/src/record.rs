@@ -416,6 +416,18 @@ snapshot_row! {
     }
 }
 
+/// One completed `tcp-rr` transaction (`rr_latency.csv`): what the application saw,
+/// whichever transport carried it (TCP, or SCTP under the shim).
+#[derive(Clone, Debug, Serialize)]
+pub struct RrLatency {
+    /// The `tcp-rr` app.
+    pub flow: String,
+    /// When the request was written (s).
+    pub start_s: f64,
+    /// Request written → whole response read (ms).
+    pub latency_ms: f64,
+}
+
 /// A receiver-side rate-control row (seed 003): one controlled TCP connection per sample,
 /// the columns of the thesis's `/proc/net/tcp_rate` plus the window in force.
 #[derive(Clone, Debug, Serialize)]
@@ -434,7 +446,8 @@ pub struct RateSample {
     pub window: u32,
     /// Window Linux would have offered (bytes).
     pub linux_window: u32,
-    /// Control mode.
+    /// Control mode (`Off`, `Controlled`, `Important`, `Fixed`); for a UDP socket
+    /// (`conn` = `udp *:PORT`) the policy state, `OKAY`, `DROP`, `WARN` or `KILL`.
     pub mode: String,
 }
 
@@ -550,7 +563,10 @@ impl Recorder {
             rate_pps: snap.rate_pps(),
             window: snap.window,
             linux_window: snap.linux_window,
-            mode: format!("{:?}", snap.mode),
+            mode: match snap.udp_state {
+                Some(u) => u.name().to_string(),
+                None => format!("{:?}", snap.mode),
+            },
         });
     }
 

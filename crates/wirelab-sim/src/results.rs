@@ -130,6 +130,9 @@ pub struct RunResults {
     /// Shim rule decisions (`shim_matches.csv`): which rule matched which connection.
     #[serde(skip)]
     pub shim_matches: Vec<crate::record::ShimMatchRow>,
+    /// Every completed `tcp-rr` transaction (`rr_latency.csv`), app by app.
+    #[serde(skip)]
+    pub rr_latency: Vec<crate::record::RrLatency>,
 }
 
 impl Sim {
@@ -189,6 +192,12 @@ impl Sim {
             .collect();
         let nodes = self.nodes.iter().map(|n| NodeSummary { node: n.name.clone(), counters: n.counters }).collect();
         let shim_matches = self.shim_match_rows();
+        let mut rr_latency = Vec::new();
+        for a in &self.apps {
+            if let Some((starts, lat)) = a.rr_latencies() {
+                rr_latency.extend(starts.iter().zip(lat).map(|(t, l)| crate::record::RrLatency { flow: a.name.clone(), start_s: t.as_secs_f64(), latency_ms: *l as f64 / 1e6 }));
+            }
+        }
         Ok(RunResults {
             seed: self.seed,
             sim_seconds: self.now.as_secs_f64(),
@@ -208,6 +217,7 @@ impl Sim {
             sctp_path_series: std::mem::take(&mut self.rec.path_series),
             rate_series: std::mem::take(&mut self.rec.rate_series),
             shim_matches,
+            rr_latency,
         })
     }
 

@@ -34,6 +34,11 @@ impl Sim {
                 let conn = stack.tcp().addrs(*s).map(|(l, r)| format!("{l}->{r}")).unwrap_or_default();
                 rec.rate(now, &n.name, conn, &probe.snapshot_at(now));
             }
+            // UDP sockets under the OKAY/DROP/WARN/KILL policy (thesis §5.2.2): one row
+            // per policed port, `mode` = the state
+            for (port, pol) in &stack.udp_rate {
+                rec.rate(now, &n.name, format!("udp *:{port}"), &pol.probe().snapshot_at(now));
+            }
         }
         for n in nodes.iter() {
             for f in &n.ifaces {

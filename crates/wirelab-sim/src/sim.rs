@@ -122,6 +122,14 @@ pub enum Change {
         /// The spec.
         spec: NetemSpec,
     },
+    /// An application calls `setsockopt()` on its open TCP sockets (a client's
+    /// connection, a server's accepted ones); an error goes to the app's `error`.
+    SockOpt {
+        /// App index.
+        app: u32,
+        /// The option.
+        opt: wirelab_tcp::SockOpt,
+    },
 }
 
 /// Run-level counters.
@@ -542,11 +550,28 @@ impl Sim {
         match ch {
             Change::SetUp { dir, up } => self.dirs[dir as usize].link.set_up(self.now, up),
             Change::SetSpec { dir, spec } => self.dirs[dir as usize].link.set_spec(spec),
+            Change::SockOpt { app, opt } => self.app_setsockopt(app, opt),
         }
         let d = match &self.changes[c as usize].1 {
             Change::SetUp { dir, .. } | Change::SetSpec { dir, .. } => *dir,
+            Change::SockOpt { .. } => return,
         };
         self.kick(d);
+    }
+
+    /// `setsockopt()` by app `a` on each of its open TCP sockets (a scheduled event).
+    fn app_setsockopt(&mut self, a: u32, opt: wirelab_tcp::SockOpt) {
+        let n = self.apps[a as usize].node;
+        self.ensure_stack(n);
+        let mut socks = Vec::new();
+        self.apps[a as usize].tcp_sockets(&mut |s| socks.push(s));
+        let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() else { return };
+        for s in socks {
+            if let Err(e) = wirelab_apps::HostSockets::set_option(stack, s, opt.clone()) {
+                self.apps[a as usize].note_error(e);
+            }
+        }
+        self.service_stack(n);
     }
 
     fn on_app(&mut self, a: u32) {

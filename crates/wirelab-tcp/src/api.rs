@@ -81,10 +81,20 @@ pub enum SockOpt {
     /// `TCP_THIN_DUPACK`: fast retransmit on the first duplicate ACK of a thin stream. On
     /// if this or `net.ipv4.tcp_thin_dupack` is set.
     ThinDupack(bool),
-    /// `TCP_MAXSEG`: clamps the advertised and the used MSS (`rx_opt.user_mss`). Only
-    /// before the SYN / SYN-ACK is sent (right after `connect`, or on a listener);
-    /// later `InvalidState`. Values outside 88..=65535 are `BadOption`; 0 clears it.
+    /// `TCP_MAXSEG`: clamps the advertised and the used MSS (`rx_opt.user_mss`) when set
+    /// before the SYN / SYN-ACK is sent (right after `connect`, or on a listener). On a
+    /// synchronized connection it is accepted and kept but changes nothing, as in Linux
+    /// (`do_tcp_setsockopt()` only stores `user_mss`, read at connection set-up; checked
+    /// against the kernel by `scenarios/rate-control/packetdrill/tcp-maxseg-established.pkt`);
+    /// between a sent SYN and the handshake's end it is `InvalidState`. Values outside
+    /// 88..=65535 are `BadOption`; 0 clears it.
     MaxSeg(u16),
+    /// Honour an MSS option on a non-SYN segment: the send MSS becomes the advertised
+    /// value (never above the handshake's). A wirelab extension modelling the sender
+    /// the rate-control thesis (seed 003 §6.4) hoped for; no stack does this (RFC 9293
+    /// §3.7.1 sends MSS only in SYNs, Linux's `tcp_parse_options()` reads it only there).
+    /// Off by default.
+    MidstreamMss(bool),
     /// Per-socket `net.ipv4.tcp_early_retrans` mode 0–4 (a wirelab extension; Linux has
     /// only the sysctl). Overrides the host value for this socket.
     EarlyRetrans(u8),
@@ -127,6 +137,15 @@ pub trait RcvWindowPolicy: std::fmt::Debug {
     /// May the policy retract the right edge (thesis flag)? Default false: never-retract is kept.
     fn allow_retract(&self) -> bool {
         false
+    }
+    /// An MSS option to put on a pure ACK after the handshake, given the window (bytes)
+    /// that ACK offers and the receive MSS. No Linux does this; seed 003 §6.4 tried it
+    /// ("advertise the MSS in each TCP header", then shrink it with the window). Peers
+    /// ignore it (`tcp_parse_options()`) unless they opted into
+    /// [`SockOpt::MidstreamMss`]. Default: none.
+    fn mss_option(&self, offered: u32, mss: u32) -> Option<u16> {
+        let _ = (offered, mss);
+        None
     }
 }
 

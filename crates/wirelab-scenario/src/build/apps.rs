@@ -243,7 +243,7 @@ impl Scenario {
         }
     }
 
-    fn size_u32(&self, s: &S) -> Result<u32, ScenarioError> {
+    pub(super) fn size_u32(&self, s: &S) -> Result<u32, ScenarioError> {
         let v = self.size(s)?;
         u32::try_from(v).map_err(|_| self.error_at(span(s), "value too large (at most 4 GiB)"))
     }
@@ -280,6 +280,9 @@ impl Scenario {
                 return Err(self.error_at(v.span(), "mss must be at least 88 bytes (TCP_MIN_MSS)"));
             }
             o.push(SockOpt::MaxSeg(*v.get_ref()));
+        }
+        if let Some(v) = a.midstream_mss {
+            o.push(SockOpt::MidstreamMss(v));
         }
         Ok(o)
     }

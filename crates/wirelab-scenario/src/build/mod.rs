@@ -206,11 +206,32 @@ impl Scenario {
         Ok(())
     }
 
-    /// Scheduled link changes (`down`, `up`, a new netem spec).
+    /// Scheduled link changes (`down`, `up`, a new netem spec) and applications'
+    /// `setsockopt()` calls.
     fn build_events(&self, sim: &mut Sim) -> Result<(), ScenarioError> {
         for e in &self.doc.events {
             let at = Instant::ZERO + self.time(&e.at)?;
-            let dirs = sim.link_dirs(e.link.get_ref());
+            if e.action.get_ref() == "setsockopt" {
+                let app = self.app_index(e.app.as_ref().expect("validated"))? as u32;
+                let mut opts = Vec::new();
+                if let Some(m) = &e.mss {
+                    opts.push(wirelab_tcp::SockOpt::MaxSeg(*m.get_ref()));
+                }
+                if let Some(v) = e.nodelay {
+                    opts.push(wirelab_tcp::SockOpt::NoDelay(v));
+                }
+                if let Some(w) = &e.window_clamp {
+                    opts.push(wirelab_tcp::SockOpt::WindowClamp(self.size_u32(w)?));
+                }
+                if let Some(v) = e.midstream_mss {
+                    opts.push(wirelab_tcp::SockOpt::MidstreamMss(v));
+                }
+                for opt in opts {
+                    sim.schedule(at, Change::SockOpt { app, opt });
+                }
+                continue;
+            }
+            let dirs = sim.link_dirs(e.link.as_ref().expect("validated").get_ref());
             let which: Vec<u32> = match e.direction.as_ref().map(|s| s.get_ref().as_str()).unwrap_or("both") {
                 "ab" => vec![dirs[0]],
                 "ba" => vec![dirs[1]],

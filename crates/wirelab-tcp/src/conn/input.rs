@@ -277,6 +277,11 @@ impl Conn {
                 self.saw_tstamp_ecr = ecr;
             }
         }
+        // an MSS option after the handshake: tcp_parse_options() ignores it (TCPOPT_MSS is
+        // read only if th->syn), unless the wirelab MidstreamMss extension is on
+        if let Some(m) = r.mss.filter(|_| self.state != TcpState::SynRecv) {
+            self.midstream_mss_option(m);
+        }
         self.tcp_ack(cfg, now, r, out);
         if self.state == TcpState::Closed {
             return;

@@ -129,6 +129,8 @@ pub(crate) struct Conn {
     nodelay: bool,
     /// `TCP_MAXSEG` (`rx_opt.user_mss`), 0 = unset.
     user_mss: u32,
+    /// [`SockOpt::MidstreamMss`]: honour MSS options after the handshake (wirelab extension).
+    midstream_mss: bool,
     /// Receiver-side window policy (seed 003 rate control).
     rcv_policy: Option<Box<dyn RcvWindowPolicy>>,
     sack_ok: bool,
@@ -142,6 +144,8 @@ pub(crate) struct Conn {
     advmss: u32,
     mss_cache: u32,
     peer_mss: u32,
+    /// The MSS of the peer's SYN (a ceiling for [`SockOpt::MidstreamMss`]).
+    syn_peer_mss: u32,
 
     // ---- send side ----
     iss: SeqNumber,
@@ -271,6 +275,7 @@ impl Conn {
             in_ready: false,
             nodelay: false,
             user_mss: 0,
+            midstream_mss: false,
             rcv_policy: None,
             sack_ok: false,
             tstamp_ok: false,
@@ -283,6 +288,7 @@ impl Conn {
             advmss: cfg.advmss(),
             mss_cache: TCP_MSS_DEFAULT,
             peer_mss: TCP_MSS_DEFAULT,
+            syn_peer_mss: TCP_MSS_DEFAULT,
             iss,
             snd_una: iss,
             snd_nxt: iss,
@@ -422,6 +428,7 @@ impl Conn {
             self.ts_recent = v;
         }
         self.peer_mss = syn.mss.map(|m| m as u32).unwrap_or(TCP_MSS_DEFAULT).max(TCP_MIN_MSS);
+        self.syn_peer_mss = self.peer_mss;
         self.sync_mss();
         if !self.wscale_ok {
             self.rcv_wscale = 0;
@@ -431,10 +438,32 @@ impl Conn {
     /// `tcp_sync_mss()`: min(pmtu − 40, mss_clamp) minus option space (advmss already
     /// includes `TCP_MAXSEG`), then `tcp_initialize_rcv_mss()`.
     fn sync_mss(&mut self) {
-        let ts = if self.tstamp_ok { TCPOLEN_TSTAMP_ALIGNED } else { 0 };
-        self.mss_cache = self.peer_mss.min(self.advmss).saturating_sub(ts).max(48);
+        self.mss_cache = self.mtu_to_mss();
         let hint = self.advmss.min(self.mss_cache).min(self.rcv_wnd.max(2 * TCP_MIN_MSS) / 2);
         self.ack.rcv_mss = hint.clamp(TCP_MIN_MSS, TCP_MSS_DEFAULT);
+    }
+
+    /// The send MSS from the peer's MSS and our own, less the timestamp option
+    /// (`tcp_mtu_to_mss()` as `tcp_sync_mss()` uses it).
+    fn mtu_to_mss(&self) -> u32 {
+        let ts = if self.tstamp_ok { TCPOLEN_TSTAMP_ALIGNED } else { 0 };
+        self.peer_mss.min(self.advmss).saturating_sub(ts).max(48)
+    }
+
+    /// An MSS option on a non-SYN segment, honoured only with [`SockOpt::MidstreamMss`]
+    /// (Linux ignores it): the send MSS follows it, between `TCP_MIN_MSS` and the SYN's
+    /// value; the receive side is left alone. The one way Linux changes a live
+    /// connection's send MSS is a path-MTU change, `tcp_sync_mss()` (called by
+    /// `tcp_v4_mtu_reduced()` on ICMP "fragmentation needed", and by MTU probing), which
+    /// recomputes `mss_cache` the same way; segments are cut from the byte stream at send
+    /// time here, so nothing queued needs re-cutting (Linux's `tcp_fragment()` on send).
+    /// No ICMP is modelled, so unlike `tcp_v4_mtu_reduced()` nothing is retransmitted.
+    fn midstream_mss_option(&mut self, m: u16) {
+        if !self.midstream_mss {
+            return;
+        }
+        self.peer_mss = (m as u32).clamp(TCP_MIN_MSS, self.syn_peer_mss.max(TCP_MIN_MSS));
+        self.mss_cache = self.mtu_to_mss();
     }
 
     // ------------------------------------------------------------------------------------

@@ -601,7 +601,7 @@ impl Conn {
                 if ece {
                     r.flags |= flags::ECE;
                 }
-                self.established_options(cfg, now, &mut r);
+                self.established_options(cfg, now, &mut r, len > 0);
                 needs_ecn && self.ecn.ok()
             }
             _ => {
@@ -612,7 +612,7 @@ impl Conn {
                 if ece {
                     r.flags |= flags::ECE;
                 }
-                self.established_options(cfg, now, &mut r);
+                self.established_options(cfg, now, &mut r, len > 0);
                 ect
             }
         };
@@ -652,8 +652,16 @@ impl Conn {
 
     /// Window, timestamps and SACK/D-SACK blocks of a non-SYN segment
     /// (`tcp_established_options()`).
-    fn established_options(&mut self, cfg: &TcpConfig, now: Instant, r: &mut TcpRepr) {
+    fn established_options(&mut self, cfg: &TcpConfig, now: Instant, r: &mut TcpRepr, has_data: bool) {
         r.window = self.select_window(cfg, now);
+        // seed 003 §6.4: a rate-control policy may re-advertise the MSS on pure ACKs (no
+        // data: the option's 4 bytes would not fit a full segment)
+        if !has_data && r.flags & (flags::SYN | flags::RST) == 0 {
+            if let Some(p) = self.rcv_policy.as_ref() {
+                let offered = (r.window as u32) << self.rcv_wscale;
+                r.mss = p.mss_option(offered, self.advmss);
+            }
+        }
         if self.tstamp_ok {
             r.timestamp = Some((self.ts_now(now), self.ts_recent));
         }

@@ -265,6 +265,7 @@ impl Conn {
             SockOpt::ThinLinearTimeouts(v) => self.thin.lto = *v,
             SockOpt::ThinDupack(v) => self.thin.dupack = *v,
             SockOpt::MaxSeg(v) => self.set_maxseg(cfg, *v as u32)?,
+            SockOpt::MidstreamMss(v) => self.midstream_mss = *v,
             SockOpt::EarlyRetrans(v) => {
                 if *v > 4 {
                     return Err(SockError::BadOption);
@@ -280,6 +281,12 @@ impl Conn {
     fn set_maxseg(&mut self, cfg: &TcpConfig, v: u32) -> Result<(), SockError> {
         if v != 0 && v < TCP_MIN_MSS {
             return Err(SockError::BadOption);
+        }
+        if self.synchronized() {
+            // do_tcp_setsockopt(TCP_MAXSEG) stores rx_opt.user_mss in any state; only a
+            // later connection set-up reads it (tcp_connect_init, tcp_openreq_init_rwin)
+            self.user_mss = v;
+            return Ok(());
         }
         if !(matches!(self.state, TcpState::SynSent | TcpState::SynRecv) && self.tx_syn && !self.syn_retrans) {
             return Err(SockError::InvalidState);

@@ -89,6 +89,66 @@ fn rcv_policy_offers_sub_mss_window_and_sees_all_data() {
     assert!(!late.is_empty() && late.iter().all(|&n| n <= 512), "{late:?}");
 }
 
+/// Offers `cap` bytes and puts an MSS option of `opt` on every pure ACK (seed 003 §6.4).
+#[derive(Debug)]
+struct MssOptPolicy {
+    cap: u32,
+    opt: u16,
+}
+
+impl RcvWindowPolicy for MssOptPolicy {
+    fn on_data(&mut self, _now: Instant, _payload: usize) {}
+    fn limit(&mut self, _now: Instant, _linux_window: u32, _mss: u32) -> u32 {
+        self.cap
+    }
+    fn peek(&self, linux_window: u32, _mss: u32) -> u32 {
+        self.cap.min(linux_window)
+    }
+    fn mss_option(&self, _offered: u32, _mss: u32) -> Option<u16> {
+        Some(self.opt)
+    }
+}
+
+/// A receiver re-advertising a smaller MSS on its ACKs, with a window of that size, for
+/// 4 s of bulk data: the sender's MSS at the end, the data segment sizes and the options
+/// B's pure ACKs carried.
+fn midstream_mss(honour: bool) -> (u32, Vec<usize>, Vec<Option<u16>>) {
+    let mut p = Pair::default_pair(35);
+    let (c, s) = p.connect(80);
+    p.b.set_rcv_window_policy(s, Some(Box::new(MssOptPolicy { cap: 1280, opt: 1280 }))).unwrap();
+    if honour {
+        p.a.set_option(c, SockOpt::MidstreamMss(true)).unwrap();
+    }
+    p.sinks.push((false, s, 0, false));
+    p.capture = Some(Vec::new());
+    p.bulk.push((true, c, 1_000_000));
+    p.run_for(Duration::from_secs(4));
+    let cap = p.capture.take().unwrap();
+    let t0 = cap[0].0;
+    let late = |x: &super::pair::Captured| x.0 > t0 + Duration::from_secs(1);
+    let sizes = cap.iter().filter(|x| x.1 && late(x)).map(|x| parse(&x.2).payload.len()).filter(|&n| n > 0).collect();
+    let opts = cap.iter().filter(|x| !x.1 && late(x)).map(|x| parse(&x.2)).filter(|r| r.payload.is_empty()).map(|r| r.mss).collect();
+    (p.a.info(c).unwrap().snd_mss, sizes, opts)
+}
+
+/// Seed 003 §6.4: an MSS option after the handshake is ignored by a Linux sender
+/// (`tcp_parse_options()` reads TCPOPT_MSS only on a SYN; the kernel agrees:
+/// scenarios/rate-control/packetdrill/mss-option-midstream-ignored.pkt), so a window below
+/// the MSS still stops it until its window probe, ≈ 200 ms per segment; only a sender with
+/// the wirelab MidstreamMss extension follows the option and fills the window at once.
+#[test]
+fn midstream_mss_option_is_ignored_unless_honoured() {
+    let (mss, sizes, opts) = midstream_mss(false);
+    assert!(!opts.is_empty() && opts.iter().all(|&o| o == Some(1280)), "every pure ACK carries the option: {opts:?}");
+    assert_eq!(mss, 1448, "the handshake's MSS (1460 - 12 bytes of timestamps) stays");
+    // 3 s of window probes: one 1280-byte segment per ≈ 200 ms probe + RTT
+    assert!(sizes.iter().all(|&n| n == 1280) && (10..=15).contains(&sizes.len()), "{sizes:?}");
+    let (mss, sizes_h, _) = midstream_mss(true);
+    assert_eq!(mss, 1268, "1280 - 12 bytes of timestamps");
+    // one full 1268-byte segment per 40-ms round trip: stop-and-wait, no probe timer
+    assert!(sizes_h.iter().all(|&n| n == 1268) && sizes_h.len() >= 70, "{} segments", sizes_h.len());
+}
+
 #[test]
 fn rcv_policy_retraction_is_opt_in() {
     for retract in [false, true] {
@@ -146,8 +206,11 @@ fn maxseg_clamps_advertised_and_used_mss() {
     // used MSS = min(own clamp, peer MSS) - 12 bytes of timestamps
     assert_eq!(p.a.info(c).unwrap().snd_mss, 588);
     assert_eq!(p.b.info(s).unwrap().snd_mss, 588);
-    // too late once the SYN is out
-    assert_eq!(p.a.set_option(c, SockOpt::MaxSeg(500)), Err(SockError::InvalidState));
+    // on an established connection: accepted and kept, but the MSS does not change (Linux
+    // do_tcp_setsockopt(); kernel-checked by
+    // scenarios/rate-control/packetdrill/tcp-maxseg-established.pkt)
+    assert_eq!(p.a.set_option(c, SockOpt::MaxSeg(500)), Ok(()));
+    assert_eq!(p.a.info(c).unwrap().snd_mss, 588);
     // data segments respect it
     p.capture = Some(Vec::new());
     p.a.set_option(c, SockOpt::NoDelay(true)).unwrap();
