@@ -7,6 +7,12 @@ command -v tshark >/dev/null 2>&1 || need+=(tshark)
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-headless-shell >/dev/null 2>&1; then
   need+=(chromium-headless-shell)
 fi
+# live mode (docs/live.md): iproute2 for namespaces, usrsctp and a C compiler for the
+# SCTP-over-UDP interop test, curl for the unmodified-program example
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+[ -f /usr/include/usrsctp.h ] || need+=(libusrsctp-dev)
+command -v curl >/dev/null 2>&1 || need+=(curl)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

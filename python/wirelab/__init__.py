@@ -7,6 +7,6 @@
 from ._wirelab import __version__
 from .exceptions import ScenarioError, WirelabError
 from .result import Result
-from .runner import run, validate
+from .runner import live, run, validate
 
-__all__ = ["run", "validate", "Result", "ScenarioError", "WirelabError", "__version__"]
+__all__ = ["run", "live", "validate", "Result", "ScenarioError", "WirelabError", "__version__"]

@@ -27,6 +27,12 @@ def run(
     ``KEY=VALUE`` strings as ``wirelab run --set``; ``progress(simulated_s, total_s)`` is
     called about 200 times. Raises ``ScenarioError`` or ``OSError``."""
 
+def live(path: str, out: str, seed: Optional[int] = None, overrides: Sequence[str] = ...,
+         text: Optional[str] = None) -> str:
+    """Runs the scenario live (TUN nodes, wall clock) into ``out``; returns the path of
+    ``summary.json``. Raises ``PermissionError`` without CAP_NET_ADMIN, ``ScenarioError``,
+    ``OSError``, or ``KeyboardInterrupt`` after a clean stop on Ctrl-C."""
+
 def validate(path: str, overrides: Sequence[str] = ..., text: Optional[str] = None) -> None:
     """Parses and builds the scenario without running it; raises ``ScenarioError``."""
 
@@ -37,6 +43,8 @@ def cli_run(scenario: str, out: str, seed: Optional[int] = None, set: Sequence[s
             max_capture: Optional[str] = None, max_events: Optional[int] = None,
             min_disk_free: Optional[str] = None) -> int: ...
 def cli_validate(scenario: str, set: Sequence[str] = ...) -> int: ...
+def cli_live(scenario: str, out: str, seed: Optional[int] = None, set: Sequence[str] = ...,
+             quiet: bool = False) -> int: ...
 def cli_shim_matches(results: str) -> int: ...
 def cli_bench(flows: Sequence[int], rate: str, duration: float, json: Optional[str] = None,
               udp: bool = False, cc: str = "cubic", qdisc: Optional[str] = None) -> int: ...

@@ -45,6 +45,14 @@ def _parser() -> argparse.ArgumentParser:
     r.set_defaults(fn=lambda a: _wirelab.cli_run(a.scenario, a.out, a.seed, a.set, a.progress, a.quiet,
                                                  a.max_memory, a.max_capture, a.max_events, a.min_disk_free))
 
+    lv = sub.add_parser("live", help="Run a scenario against the wall clock with TUN nodes (root or CAP_NET_ADMIN; docs/live.md).")
+    lv.add_argument("scenario", help="Scenario TOML file.")
+    lv.add_argument("-o", "--out", required=True, help="Output directory (created).")
+    lv.add_argument("--seed", type=int, help="Run seed (overrides scenario.seed).")
+    lv.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="Overrides, as for `run`.")
+    lv.add_argument("-q", "--quiet", action="store_true", help="Print nothing but errors and warnings.")
+    lv.set_defaults(fn=lambda a: _wirelab.cli_live(a.scenario, a.out, a.seed, a.set, a.quiet))
+
     v = sub.add_parser("validate", help="Check a scenario without running it.")
     v.add_argument("scenario", help="Scenario TOML file.")
     v.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="Overrides, as for `run`.")

@@ -72,6 +72,32 @@ def run(
     return Result(Path(summary).parent)
 
 
+def live(
+    scenario: ScenarioLike,
+    seed: Optional[int] = None,
+    overrides: Optional[Union[Mapping[str, Any], Sequence[str]]] = None,
+    out: Optional[Union[str, os.PathLike]] = None,
+) -> Result:
+    """Runs a scenario live, against the wall clock (``wirelab live``; docs/live.md).
+
+    Nodes of ``kind = "tun"`` are TUN interfaces in network namespaces: the machine's
+    kernel sockets and real programs (the nodes' ``run``/``spawn`` commands) send through
+    the simulated topology. Needs root or CAP_NET_ADMIN (:class:`PermissionError`
+    otherwise). Ctrl-C ends the run cleanly (outputs written, namespaces removed) and then
+    raises :class:`KeyboardInterrupt`. The result has the ``live`` section of
+    ``summary.json`` (lag, TUN counters, commands) in ``Result.summary["live"]``.
+    """
+    path, text = _source(scenario)
+    out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="wirelab-live-"))
+    try:
+        summary = _wirelab.live(str(path), str(out_dir), seed, _overrides(overrides), text)
+    except (KeyboardInterrupt, PermissionError, OSError):
+        raise
+    except Exception as e:  # noqa: BLE001 - re-raised as the public type
+        raise translate(e) from None
+    return Result(Path(summary).parent)
+
+
 def validate(scenario: ScenarioLike, overrides=None) -> None:
     """Checks a scenario without running it; raises :class:`wirelab.ScenarioError`."""
     path, text = _source(scenario)

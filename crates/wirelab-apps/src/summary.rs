@@ -50,6 +50,9 @@ pub struct FlowSummary {
     pub state: String,
     /// Last socket error, if any.
     pub error: String,
+    /// SHA-256 (hex) of the data written (clients) or of each connection's bytes read
+    /// (servers, comma-separated in accept order), for apps with `sha256 = true`.
+    pub sha256: String,
 }
 
 impl App {
@@ -77,6 +80,7 @@ impl App {
             transfer_time_s: f64::NAN,
             state: String::new(),
             error: String::new(),
+            sha256: String::new(),
         };
         match &self.kind {
             AppKind::UdpCbr(c) => {
@@ -151,6 +155,7 @@ impl App {
                 let first = v.conns.iter().filter_map(|c| c.first_rx).min();
                 let last = v.conns.iter().filter_map(|c| c.last_rx).max();
                 s.goodput_bps = span_rate(s.rx_bytes, first, last);
+                s.sha256 = v.conns.iter().filter_map(|c| c.sha256.as_ref()).map(crate::tcp::sha256_hex).collect::<Vec<_>>().join(",");
                 if let Some(e) = v.error {
                     s.error = e.to_string();
                 }
@@ -202,6 +207,9 @@ fn client_summary(s: &mut FlowSummary, st: &ClientState) {
     }
     s.tx_bytes = st.written;
     s.rx_bytes = st.read;
+    if let Some(h) = &st.sha256 {
+        s.sha256 = crate::tcp::sha256_hex(h);
+    }
     s.conns = st.t_connected.is_some() as u64;
     s.state = format!("{:?}", st.phase).to_lowercase();
     s.error = st.error.map(|e| e.to_string()).unwrap_or_default();

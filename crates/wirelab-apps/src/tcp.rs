@@ -8,6 +8,13 @@ use crate::socket::{AppCtx, AppInput, HostSockets};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use wirelab_core::{Duration, Instant, SockEvent};
 use wirelab_tcp::{SockError, SockOpt, SocketId};
+pub use sha2::Sha256;
+use sha2::Digest;
+
+/// Lower-case hex of a finished SHA-256.
+pub fn sha256_hex(h: &Sha256) -> String {
+    h.clone().finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
 
 /// Bytes apps write: a fixed pattern, so captures carry recognisable payload.
 pub(crate) static PATTERN: [u8; 65536] = {
@@ -76,6 +83,8 @@ pub struct TcpBulkConfig {
     pub exchange_size: u32,
     /// The destination node's other addresses (a shim host offers them to SCTP).
     pub dst_alt: Vec<Ipv4Addr>,
+    /// Keep a SHA-256 of the data bytes written ([`ClientState::sha256`]).
+    pub sha256: bool,
 }
 
 /// A bulk sender: connects at `start`, writes `write_size` chunks greedily until `bytes`
@@ -123,6 +132,8 @@ pub struct ClientState {
     pub transport: &'static str,
     /// Final counters of the SCTP association when the shim carried the stream over SCTP.
     pub last_sctp: Option<wirelab_sctp::AssocStats>,
+    /// Running SHA-256 of the data bytes written, when the app asks for it.
+    pub sha256: Option<Sha256>,
 }
 
 impl Default for ClientState {
@@ -143,6 +154,7 @@ impl Default for ClientState {
             last_info: None,
             transport: "",
             last_sctp: None,
+            sha256: None,
         }
     }
 }
@@ -226,10 +238,31 @@ fn drain(ctx: &mut AppCtx, s: SocketId, max: usize) -> (u64, bool) {
     }
 }
 
+/// [`drain`], reading the bytes into a buffer to hash them.
+fn drain_hashed(ctx: &mut AppCtx, s: SocketId, max: usize, h: &mut Sha256) -> (u64, bool) {
+    let mut buf = [0u8; 16384];
+    let mut n = 0u64;
+    loop {
+        let want = max.saturating_sub(n as usize).min(buf.len());
+        if want == 0 {
+            return (n, false);
+        }
+        match ctx.sockets.recv(ctx.now, s, &mut buf[..want]) {
+            Ok(0) => return (n, true),
+            Ok(k) => {
+                h.update(&buf[..k]);
+                n += k as u64;
+            }
+            Err(_) => return (n, false),
+        }
+    }
+}
+
 impl TcpBulk {
     /// A client that has not connected yet.
     pub fn new(cfg: TcpBulkConfig) -> Self {
-        TcpBulk { cfg, state: ClientState::default() }
+        let state = ClientState { sha256: cfg.sha256.then(Sha256::new), ..ClientState::default() };
+        TcpBulk { cfg, state }
     }
 
     /// Handles one input; returns the next timer to arm.
@@ -338,6 +371,9 @@ impl TcpBulk {
                 Ok(0) => return, // send buffer full: wait for Writable
                 Ok(k) => {
                     let st = &mut self.state;
+                    if let Some(h) = &mut st.sha256 {
+                        h.update(&PATTERN[..k]);
+                    }
                     st.t_data.get_or_insert(ctx.now);
                     st.written += k as u64;
                     st.t_last_write = Some(ctx.now);
@@ -393,6 +429,8 @@ pub struct ServerConn {
     pub transport: &'static str,
     /// Closed.
     pub closed: bool,
+    /// Running SHA-256 of the bytes read, when the server asks for it.
+    pub sha256: Option<Sha256>,
 }
 
 /// A TCP server as the scenario configures it.
@@ -408,6 +446,8 @@ pub struct TcpServerConfig {
     pub backlog: u32,
     /// Options set on the listener (inherited by accepted sockets).
     pub opts: Vec<SockOpt>,
+    /// Keep a SHA-256 of each connection's bytes read ([`ServerConn::sha256`]).
+    pub sha256: bool,
 }
 
 /// A server: listens on `port`, accepts every connection, and either discards what
@@ -504,6 +544,7 @@ impl TcpServer {
                                 last_sctp: None,
                                 transport: ctx.sockets.transport(c),
                                 closed: false,
+                                sha256: self.cfg.sha256.then(Sha256::new),
                             });
                             // data may already be queued
                             let i = self.conns.len() - 1;
@@ -563,6 +604,9 @@ impl TcpServer {
                 match ctx.sockets.recv(ctx.now, s, &mut hdr[..want]) {
                     Ok(0) => (0, true),
                     Ok(k) => {
+                        if let Some(h) = &mut c.sha256 {
+                            h.update(&hdr[..k]);
+                        }
                         if let Some((rounds, size)) = parse_exchange_header(&hdr[..k]).filter(|_| c.rx_bytes == 0) {
                             c.exchange = Some((rounds, size));
                             c.exchange_left = (size as usize - EXCHANGE_HDR) as u64;
@@ -575,7 +619,10 @@ impl TcpServer {
                     Err(_) => (0, false),
                 }
             } else {
-                let got = drain(ctx, s, max);
+                let got = match &mut c.sha256 {
+                    Some(h) => drain_hashed(ctx, s, max, h),
+                    None => drain(ctx, s, max),
+                };
                 (got.0, got.1 && got.0 == 0)
             };
             let c = &mut self.conns[i];

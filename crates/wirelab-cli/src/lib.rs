@@ -55,6 +55,25 @@ enum Cmd {
         #[arg(long, value_name = "SIZE")]
         min_disk_free: Option<String>,
     },
+    /// Run a scenario against the wall clock, with `kind = "tun"` nodes as TUN interfaces
+    /// in network namespaces so that kernel sockets and real programs join the topology
+    /// (docs/live.md). Needs root or CAP_NET_ADMIN.
+    Live {
+        /// Scenario TOML file.
+        scenario: PathBuf,
+        /// Output directory (created).
+        #[arg(long, short)]
+        out: PathBuf,
+        /// Run seed (overrides scenario.seed).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Override a scenario key, as for `run`.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Print nothing but errors and warnings.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Check a scenario without running it.
     Validate {
         /// Scenario TOML file.
@@ -119,6 +138,7 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
                 }
             }
         }
+        Cmd::Live { scenario, out, seed, set, quiet } => wirelab_live::live_command(&scenario, &out, seed, &set, quiet),
         Cmd::Validate { scenario, set } => wirelab_run::validate_command(&scenario, &set),
         Cmd::Analyze(a) => match wirelab_analyze::run(&a) {
             Ok(()) => 0,

@@ -43,7 +43,7 @@ capture = ["h2"]
 fn run(seed: u64, tag: &str) -> (String, Vec<u8>, u64) {
     let dir = common::tmp("determinism", &format!("{tag}-{seed}"));
     let sc = Scenario::from_text("<test>", SCTP, &[]).unwrap();
-    let b = sc.build(&BuildOptions { seed: Some(seed), out_dir: Some(dir.clone()) }).unwrap();
+    let b = sc.build(&BuildOptions { seed: Some(seed), out_dir: Some(dir.clone()), live: false }).unwrap();
     let mut sim = b.sim;
     sim.run(Instant::ZERO + b.duration, Duration::ZERO, &mut |_| {});
     let r = sim.finish().unwrap();

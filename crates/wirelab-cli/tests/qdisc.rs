@@ -93,7 +93,7 @@ impl Dumbbell {
     fn run(&self) -> RunResults {
         let text = self.text();
         let sc = Scenario::from_text("<test>", &text, &[]).unwrap_or_else(|e| panic!("{e}\n{text}"));
-        let b = sc.build(&BuildOptions { seed: None, out_dir: None }).unwrap();
+        let b = sc.build(&BuildOptions { seed: None, out_dir: None, live: false }).unwrap();
         let mut sim = b.sim;
         sim.run(Instant::ZERO + b.duration, Duration::ZERO, &mut |_| {});
         sim.finish().unwrap()

@@ -41,6 +41,57 @@ fn run(py: Python<'_>, path: PathBuf, out: PathBuf, seed: Option<u64>, overrides
     }
 }
 
+/// Runs a scenario live (`wirelab live`): TUN nodes, wall clock. Returns the path of
+/// `summary.json`. Needs root or CAP_NET_ADMIN (`PermissionError` otherwise). Ctrl-C
+/// (Python's SIGINT handling, checked every 50 ms) ends the run cleanly, writes the
+/// outputs, removes namespaces and interfaces, then raises `KeyboardInterrupt`.
+#[pyfunction]
+#[pyo3(signature = (path, out, seed=None, overrides=Vec::new(), text=None))]
+fn live(py: Python<'_>, path: PathBuf, out: PathBuf, seed: Option<u64>, overrides: Vec<String>, text: Option<String>) -> PyResult<String> {
+    let interrupted: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
+    let r = py.detach(|| {
+        let sc = match &text {
+            Some(t) => wirelab_scenario::Scenario::from_text(&path.display().to_string(), t, &overrides),
+            None => wirelab_scenario::Scenario::load(&path, &overrides),
+        }
+        .map_err(|e| (2, e.to_string()))?;
+        let last = std::cell::Cell::new(std::time::Instant::now());
+        let stop = || {
+            if last.get().elapsed() < std::time::Duration::from_millis(50) {
+                return false;
+            }
+            last.set(std::time::Instant::now());
+            let mut g = interrupted.lock().unwrap_or_else(|e| e.into_inner());
+            if g.is_none() {
+                *g = Python::attach(|py| py.check_signals().err());
+            }
+            g.is_some()
+        };
+        wirelab_live::live_loaded(&sc, &out, seed, &stop).map(|o| {
+            for w in &o.live.warnings {
+                eprintln!("warning: {w}");
+            }
+            out.join("summary.json")
+        })
+    });
+    if let Some(e) = interrupted.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(e);
+    }
+    match r {
+        Ok(p) => Ok(p.display().to_string()),
+        Err((2, m)) if m.contains("CAP_NET_ADMIN") || m.contains("/dev/net/tun") || m.contains("iproute2") => Err(pyo3::exceptions::PyPermissionError::new_err(m.trim_start_matches("error: ").to_string())),
+        Err((2, m)) => Err(ScenarioError::new_err(m.trim_start_matches("error: ").to_string())),
+        Err((_, m)) => Err(PyOSError::new_err(m)),
+    }
+}
+
+/// `wirelab live`.
+#[pyfunction]
+#[pyo3(signature = (scenario, out, seed=None, set=Vec::new(), quiet=false))]
+fn cli_live(py: Python<'_>, scenario: PathBuf, out: PathBuf, seed: Option<u64>, set: Vec<String>, quiet: bool) -> i32 {
+    py.detach(move || wirelab_live::live_command(&scenario, &out, seed, &set, quiet))
+}
+
 /// Validates a scenario; raises `ScenarioError` if it is invalid.
 #[pyfunction]
 #[pyo3(signature = (path, overrides=Vec::new(), text=None))]
@@ -50,7 +101,7 @@ fn validate(path: PathBuf, overrides: Vec<String>, text: Option<String>) -> PyRe
         None => wirelab_scenario::Scenario::load(&path, &overrides),
     }
     .map_err(|e| ScenarioError::new_err(e.to_string()))?;
-    sc.build(&wirelab_scenario::BuildOptions::default()).map_err(|e| ScenarioError::new_err(e.to_string()))?;
+    sc.build(&wirelab_scenario::BuildOptions { live: true, ..Default::default() }).map_err(|e| ScenarioError::new_err(e.to_string()))?;
     Ok(())
 }
 
@@ -128,6 +179,8 @@ fn _wirelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(live, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_live, m)?)?;
     m.add_function(wrap_pyfunction!(cli_run, m)?)?;
     m.add_function(wrap_pyfunction!(cli_validate, m)?)?;
     m.add_function(wrap_pyfunction!(cli_shim_matches, m)?)?;

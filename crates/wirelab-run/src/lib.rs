@@ -58,7 +58,7 @@ pub fn run_loaded(sc: &Scenario, out: &Path, seed: Option<u64>, progress: &mut d
 pub fn run_loaded_with(sc: &Scenario, out: &Path, seed: Option<u64>, limits: &Limits, progress: &mut dyn FnMut(f64, f64)) -> Result<RunOutcome, (i32, String)> {
     std::fs::create_dir_all(out).map_err(|e| (1, format!("error: cannot create {}: {e}", out.display())))?;
     limits::preflight(sc, out, limits).map_err(|e| (limits::EXIT_LIMIT, format!("error: resource limit: {e}")))?;
-    let built = sc.build(&BuildOptions { seed, out_dir: Some(out.to_path_buf()) }).map_err(|e| (2, format!("error: {e}")))?;
+    let built = sc.build(&BuildOptions { seed, out_dir: Some(out.to_path_buf()), live: false }).map_err(|e| (2, format!("error: {e}")))?;
     let mut sim = built.sim;
     sim.set_watch(limits::WATCH_EVERY, limits::watch(limits.clone(), built.captures.clone(), out.to_path_buf()));
     let total = built.duration.as_secs_f64();
@@ -79,7 +79,8 @@ pub fn run_loaded_with(sc: &Scenario, out: &Path, seed: Option<u64>, limits: &Li
 
 /// Parsing and building a scenario without running it (`wirelab validate`).
 pub fn validate(scenario: &Path, set: &[String]) -> Result<Scenario, wirelab_scenario::ScenarioError> {
-    Scenario::load(scenario, set).and_then(|s| s.build(&BuildOptions::default()).map(|_| s))
+    // a scenario with `tun` nodes validates too (it is for `wirelab live`)
+    Scenario::load(scenario, set).and_then(|s| s.build(&BuildOptions { live: true, ..Default::default() }).map(|_| s))
 }
 
 /// `wirelab run`: runs a scenario with a progress bar on a terminal (or with

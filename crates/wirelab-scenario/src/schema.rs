@@ -71,9 +71,28 @@ pub struct Meta {
 pub struct NodeSpec {
     /// Unique name.
     pub name: S,
-    /// `host` (default) or `router`.
+    /// `host` (default), `router`, or `tun` (live mode: a TUN interface in a network
+    /// namespace, through which the machine's kernel sockets join the topology; docs/live.md).
     #[serde(default)]
     pub kind: Option<S>,
+    /// `tun` nodes: the network namespace the interface goes into. Default: one the live
+    /// driver creates (`wl-PID-NODE`) and deletes at exit; a named one is created if missing
+    /// (and then deleted at exit) or used as it is.
+    #[serde(default)]
+    pub netns: Option<S>,
+    /// `tun` nodes: commands run in the namespace (`sh -c`) once the interface is up; the
+    /// live run ends when all of them have exited (or at `duration`).
+    #[serde(default)]
+    pub run: Vec<S>,
+    /// `tun` nodes: background commands (servers) started in the namespace before `run`,
+    /// stopped at the end of the live run.
+    #[serde(default)]
+    pub spawn: Vec<S>,
+    /// `tun` nodes: sockets the commands must have open before the clock starts, as
+    /// `tcp:PORT` (listening) or `udp:PORT` (bound), e.g. `["tcp:8000"]`: simulated clients
+    /// then never race a server that is still starting.
+    #[serde(default)]
+    pub ready: Vec<S>,
     /// Stack profile, e.g. `linux-3.14`.
     #[serde(default)]
     pub profile: Option<S>,
@@ -239,6 +258,10 @@ pub struct AppSpec {
     /// giving defaults for `size`, `interval` and `itt_dist` (see [`THIN_PRESETS`]).
     #[serde(default)]
     pub preset: Option<S>,
+    /// `tcp-bulk`, `tcp-file`, `tcp-sink`: keep a SHA-256 of the bytes written / read
+    /// (`sha256` in `flows.csv`), to compare with a real peer's.
+    #[serde(default)]
+    pub sha256: Option<bool>,
     /// Number of datagrams (default unlimited).
     #[serde(default)]
     pub count: Option<Spanned<u64>>,
@@ -376,9 +399,9 @@ pub const THIN_PRESETS: &[(&str, u32, u64, &str)] = &[
 pub const APP_KINDS: &[(&str, &[&str])] = &[
     ("udp-cbr", &["dst", "port", "rate", "interval", "size", "count", "start", "stop"]),
     ("udp-sink", &["port", "start", "stop"]),
-    ("tcp-bulk", &["dst", "size", "bytes", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss", "max_pacing_rate", "midstream_mss"]),
-    ("tcp-file", &["dst", "size", "bytes", "start", "exchanges", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss", "max_pacing_rate", "midstream_mss"]),
-    ("tcp-sink", &["port", "read_rate", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss", "max_pacing_rate", "midstream_mss"]),
+    ("tcp-bulk", &["dst", "size", "bytes", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss", "sha256", "max_pacing_rate", "midstream_mss"]),
+    ("tcp-file", &["dst", "size", "bytes", "start", "exchanges", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss", "sha256", "max_pacing_rate", "midstream_mss"]),
+    ("tcp-sink", &["port", "read_rate", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss", "sha256", "max_pacing_rate", "midstream_mss"]),
     ("tcp-echo", &["port", "cc", "nodelay", "sndbuf", "rcvbuf", "window_clamp", "tos", "mss", "max_pacing_rate", "midstream_mss"]),
     ("tcp-thin", &["dst", "preset", "size", "interval", "jitter", "itt_dist", "replay", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "tos", "mss", "max_pacing_rate", "midstream_mss"]),
     ("tcp-rr", &["dst", "size", "interval", "start", "stop", "cc", "nodelay", "sndbuf", "rcvbuf", "tos", "mss", "max_pacing_rate", "midstream_mss"]),
@@ -485,10 +508,11 @@ impl Scenario {
                 return Err(self.error_at(span(&n.name), format!("duplicate node name `{}`", n.name.get_ref())));
             }
             if let Some(k) = &n.kind {
-                if !matches!(k.get_ref().as_str(), "host" | "router") {
-                    return Err(self.error_at(span(k), format!("`{}` is not a node kind; expected `host` or `router`", k.get_ref())));
+                if !matches!(k.get_ref().as_str(), "host" | "router" | "tun") {
+                    return Err(self.error_at(span(k), format!("`{}` is not a node kind; expected `host`, `router` or `tun`", k.get_ref())));
                 }
             }
+            self.validate_tun_node(n)?;
         }
         let mut link_names = BTreeMap::new();
         for (i, l) in d.links.iter().enumerate() {
@@ -530,7 +554,8 @@ impl Scenario {
             };
             // booleans carry no span; report them at the app's `kind`
             let flag = |b: Option<bool>| b.map(|_| span(&a.kind));
-            let given: [(&str, Option<core::ops::Range<usize>>); 27] = [
+            let given: [(&str, Option<core::ops::Range<usize>>); 28] = [
+                ("sha256", flag(a.sha256)),
                 ("jitter", a.jitter.as_ref().map(span)),
                 ("itt_dist", a.itt_dist.as_ref().map(span)),
                 ("replay", a.replay.as_ref().and_then(|r| r.first()).map(span)),
@@ -628,6 +653,52 @@ impl Scenario {
             }
         }
         crate::validate::check(self)
+    }
+
+    /// A `ready` entry as `(is_tcp, port)`.
+    pub fn ready_socket(s: &str) -> Option<(bool, u16)> {
+        let (proto, port) = s.split_once(':')?;
+        let port = port.parse::<u16>().ok().filter(|p| *p != 0)?;
+        match proto {
+            "tcp" => Some((true, port)),
+            "udp" => Some((false, port)),
+            _ => None,
+        }
+    }
+
+    /// True if node `n` is a live-mode TUN node.
+    pub fn is_tun(n: &NodeSpec) -> bool {
+        n.kind.as_ref().is_some_and(|k| k.get_ref() == "tun")
+    }
+
+    /// `netns`, `run` and `spawn` belong to `tun` nodes, which take no profile or shim; a
+    /// namespace name is one `ip netns` accepts.
+    fn validate_tun_node(&self, n: &NodeSpec) -> Result<(), ScenarioError> {
+        if !Self::is_tun(n) {
+            let stray = n.netns.as_ref().map(|s| ("netns", span(s))).or(n.run.first().map(|s| ("run", span(s)))).or(n.spawn.first().map(|s| ("spawn", span(s)))).or(n.ready.first().map(|s| ("ready", span(s))));
+            if let Some((k, sp)) = stray {
+                return Err(self.error_at(sp, format!("`{k}` is for nodes of kind `tun` (live mode); node `{}` is not one", n.name.get_ref())));
+            }
+            return Ok(());
+        }
+        if let Some(p) = &n.profile {
+            return Err(self.error_at(span(p), "a `tun` node runs the machine's own kernel stack: it takes no `profile` (set kernel sysctls in `sysctl`)"));
+        }
+        if let Some(sh) = n.shim.as_ref().and_then(|s| s.first()) {
+            return Err(self.error_at(span(sh), "a `tun` node takes no `shim` rules"));
+        }
+        for r in &n.ready {
+            if Self::ready_socket(r.get_ref()).is_none() {
+                return Err(self.error_at(span(r), format!("`{}` is not `tcp:PORT` or `udp:PORT`", r.get_ref())));
+            }
+        }
+        if let Some(ns) = &n.netns {
+            let ok = !ns.get_ref().is_empty() && ns.get_ref().len() <= 64 && ns.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) && !ns.get_ref().starts_with('.');
+            if !ok {
+                return Err(self.error_at(span(ns), "a namespace name is 1-64 characters of letters, digits, `-`, `_` and `.`"));
+            }
+        }
+        Ok(())
     }
 
     /// Splits `ADDR:PORT` or `NODE:PORT`; a node name stands for its first address.

@@ -264,6 +264,12 @@ pub struct SctpConfig {
     /// (`sctp_outq_flush_data()`) and SACK at once on DATA that carries it
     /// (`sctp_sf_eat_data_6_2()`). Off for linux-2.6.37, which predates it.
     pub sack_immediately: bool,
+    /// `net.sctp.udp_port` (Linux ≥ 5.11, default 0 = off): the local UDP port of SCTP over
+    /// UDP (RFC 6951; 9899 is IANA's `sctp-tunneling`). See the `encap` module.
+    pub udp_port: u16,
+    /// `net.sctp.encap_port` (default 0): remote UDP encapsulation port for peers nothing
+    /// was heard from yet; others use the source port of their last packet.
+    pub encap_port: u16,
 }
 
 /// `sizeof(struct sk_buff)` on x86-64 [inferred; 4.x].
@@ -326,6 +332,8 @@ impl SctpConfig {
             send_overcommit: true,
             bundle_sack: true,
             sack_immediately: true,
+            udp_port: 0,
+            encap_port: 0,
         }
     }
 
@@ -471,6 +479,8 @@ impl SctpConfig {
                 }
             }
             "pmtu" => self.pmtu = int(576, 65535)? as u32,
+            "udp_port" => self.udp_port = int(0, 65535)? as u16,
+            "encap_port" => self.encap_port = int(0, 65535)? as u16,
             _ => return Err(err(key, "unknown SCTP sysctl")),
         }
         if self.rto_min > self.rto_max {
@@ -524,9 +534,12 @@ impl SctpConfig {
     }
 
     /// User bytes in a full DATA chunk: `((PMTU − IP − common − DATA header) & ~3)`, minus 4
-    /// with the per-packet 0x96 marker (V3/V4; `new_design.patch`'s frag point).
+    /// with the per-packet 0x96 marker (V3/V4; `new_design.patch`'s frag point), minus the
+    /// UDP header when SCTP runs over UDP (`sctp_mtu_payload()`: `if (sp->udp_port)
+    /// overhead += sizeof(struct udphdr)`, RFC 6951 §5.6).
     pub fn frag_point(&self) -> usize {
-        let base = (self.pmtu as usize).saturating_sub(20 + 12 + 16) & !3;
+        let udp = if self.udp_port != 0 { crate::encap::UDP_HDR } else { 0 };
+        let base = (self.pmtu as usize).saturating_sub(20 + 12 + 16 + udp) & !3;
         match self.sndbuf_adv {
             SndbufAdv::V3Decile | SndbufAdv::V4Decile => base - 4,
             _ => base,

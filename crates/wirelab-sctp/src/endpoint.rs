@@ -49,6 +49,8 @@ pub struct SctpEndpoint {
     dirty: VecDeque<u32>,
     replies: VecDeque<(Transmit, Vec<u8>)>,
     events: VecDeque<(SocketId, SockEvent)>,
+    /// SCTP over UDP: remote encapsulation ports (RFC 6951; `crate::encap`).
+    pub(crate) encap: crate::encap::EncapPorts,
 }
 
 impl SctpEndpoint {
@@ -66,6 +68,7 @@ impl SctpEndpoint {
             dirty: VecDeque::new(),
             replies: VecDeque::new(),
             events: VecDeque::new(),
+            encap: crate::encap::EncapPorts::default(),
         }
     }
 
@@ -133,8 +136,9 @@ impl SctpEndpoint {
         self.tidy();
     }
 
-    /// Writes the next packet after the `HEADROOM` bytes already in `buf`.
-    pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+    /// Writes the next SCTP packet after the `HEADROOM` bytes already in `buf`
+    /// (`poll_transmit`, in engine.rs, adds the UDP encapsulation).
+    pub(crate) fn poll_transmit_sctp(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         buf.truncate(HEADROOM.min(buf.len()));
         buf.resize(HEADROOM, 0);
         if let Some((t, bytes)) = self.replies.pop_front() {
@@ -376,6 +380,22 @@ impl SctpEndpoint {
     }
 
     /// Runs `f` on association `idx`, then updates timers, output and events.
+    /// An ICMP protocol unreachable (or, over UDP, port unreachable) quoting a packet we
+    /// sent from `lport` to `peer:pport` with verification tag `vtag` (the INIT's initiate
+    /// tag when `vtag` is 0): Linux `sctp_err_lookup()` checks the tag, then
+    /// `sctp_icmp_proto_unreachable()` aborts an association in COOKIE-WAIT
+    /// (`sctp_sf_cookie_wait_icmp_abort`, ECONNREFUSED) and ignores it in other states.
+    pub(crate) fn icmp_proto_unreachable(&mut self, lport: u16, pport: u16, peer: Ipv4Addr, vtag: u32, init_tag: Option<u32>) {
+        let Some(&idx) = self.by_peer.get(&(lport, pport, peer)) else { return };
+        let Some(Slot::Assoc(a)) = self.slots.get(idx as usize) else { return };
+        let tag_ok = if vtag == 0 { init_tag == Some(a.my_tag) } else { vtag == a.peer_tag };
+        if !tag_ok || a.state != AssocState::CookieWait {
+            return;
+        }
+        self.with_assoc(idx, |a, _, _| a.on_abort());
+        self.tidy();
+    }
+
     fn with_assoc(&mut self, idx: u32, f: impl FnOnce(&mut Assoc, &SctpConfig, &mut Rng)) {
         let Some(Slot::Assoc(a)) = self.slots.get_mut(idx as usize) else { return };
         let was_readable = a.readable();

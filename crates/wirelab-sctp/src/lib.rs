@@ -59,6 +59,7 @@
 
 mod assoc;
 pub mod config;
+pub mod encap;
 mod endpoint;
 mod engine;
 mod types;

@@ -48,6 +48,11 @@ impl EventQueue {
             _ => None,
         }
     }
+    /// Time of the earliest entry.
+    #[inline]
+    pub fn peek_time(&self) -> Option<Instant> {
+        self.heap.peek().map(|Reverse((t, _, _))| *t)
+    }
     /// Entries in the heap (including stale ones).
     pub fn len(&self) -> usize {
         self.heap.len()

@@ -25,4 +25,4 @@ pub use wirelab_apps as apps;
 
 pub use record::{CaptureDir, CaptureSink, MemoryCapture};
 pub use results::RunResults;
-pub use sim::{BuildError, Change, IfAddr, NodeId, Sim};
+pub use sim::{BuildError, Change, IfAddr, InjectError, NodeId, Sim};

@@ -94,6 +94,9 @@ pub(crate) struct Node {
     pub stack_cfg: StackConfig,
     /// TCP/SCTP endpoints, created on first use.
     pub stack: Option<Box<HostStack>>,
+    /// A node outside the simulation (a live driver's TUN interface): packets arriving at
+    /// it are handed to the driver ([`Sim::drain_external`]) instead of being processed.
+    pub external: bool,
 }
 
 pub(crate) struct LinkDir {
@@ -164,6 +167,8 @@ pub struct Sim {
     pub(crate) pool: Vec<Vec<u8>>,
     /// Scratch list of socket events to hand to apps.
     ev_scratch: Vec<(u32, AppInput)>,
+    /// Packets that arrived at external nodes, for the live driver to write out.
+    external_out: Vec<(NodeId, Vec<u8>)>,
     /// Resource guard called every `mask + 1` events (see [`Sim::set_watch`]).
     watch: Option<(u64, Watch)>,
     /// Why the run stopped early, if a watch stopped it.
@@ -209,6 +214,7 @@ impl Sim {
             started: false,
             pool: Vec::new(),
             ev_scratch: Vec::new(),
+            external_out: Vec::new(),
             watch: None,
             stopped: None,
         }
@@ -254,6 +260,7 @@ impl Sim {
             local_sorted: Vec::new(),
             stack_cfg: StackConfig::default(),
             stack: None,
+            external: false,
         });
         (self.nodes.len() - 1) as NodeId
     }
@@ -486,7 +493,9 @@ impl Sim {
         self.nodes[n as usize].ifaces[iface as usize].probe = true;
     }
 
-    fn start(&mut self) {
+    /// Arms the applications' start timers, the scheduled changes and the first sample.
+    /// [`Sim::run`] calls it; a live driver calls it once before stepping.
+    pub fn start(&mut self) {
         if self.started {
             return;
         }
@@ -513,19 +522,7 @@ impl Sim {
         self.start();
         let mut next_progress = self.now + progress_every;
         while let Some((t, ev)) = self.events.pop_until(until) {
-            debug_assert!(t >= self.now);
-            self.now = t;
-            self.counters.events += 1;
-            match ev {
-                Event::Link(d) => self.on_link(d),
-                Event::App(a) => self.on_app(a),
-                Event::Stack(n) => self.on_stack_timer(n),
-                Event::Change(c) => self.on_change(c),
-                Event::Sample => {
-                    self.sample();
-                    self.events.push(self.now + self.sample_interval, Event::Sample);
-                }
-            }
+            self.dispatch(t, ev);
             if progress_every > Duration::ZERO && self.now >= next_progress {
                 progress(self.now);
                 next_progress = self.now + progress_every;
@@ -539,10 +536,94 @@ impl Sim {
                 }
             }
         }
+        self.end(until);
+    }
+
+    #[inline]
+    fn dispatch(&mut self, t: Instant, ev: Event) {
+        debug_assert!(t >= self.now);
+        self.now = t;
+        self.counters.events += 1;
+        match ev {
+            Event::Link(d) => self.on_link(d),
+            Event::App(a) => self.on_app(a),
+            Event::Stack(n) => self.on_stack_timer(n),
+            Event::Change(c) => self.on_change(c),
+            Event::Sample => {
+                self.sample();
+                self.events.push(self.now + self.sample_interval, Event::Sample);
+            }
+        }
+    }
+
+    /// Runs the earliest event if it is due at or before `until` and returns its time
+    /// (a live driver steps the heap against the wall clock and measures how late each
+    /// event ran); `None` if nothing is due.
+    pub fn step(&mut self, until: Instant) -> Option<Instant> {
+        let (t, ev) = self.events.pop_until(until)?;
+        self.dispatch(t, ev);
+        Some(t)
+    }
+
+    /// Time of the earliest pending event (possibly a superseded timer entry).
+    pub fn next_event_time(&self) -> Option<Instant> {
+        self.events.peek_time()
+    }
+
+    /// Ends the run at `until` (unless a watch stopped it early): the clock moves there and
+    /// the last sample is taken.
+    pub fn end(&mut self, until: Instant) {
         if self.now < until && self.stopped.is_none() {
             self.now = until;
         }
         self.sample();
+    }
+
+    /// Marks node `n` as external: it has no stack, and every packet reaching it is handed
+    /// to the driver ([`Sim::drain_external`]) to be written to a real interface.
+    pub fn set_external(&mut self, n: NodeId) {
+        self.nodes[n as usize].external = true;
+    }
+
+    /// True if node `n` is external.
+    pub fn is_external(&self, n: NodeId) -> bool {
+        self.nodes[n as usize].external
+    }
+
+    /// Moves the packets that reached external nodes since the last call into `out`, as
+    /// `(node, IPv4 datagram)`. Hand buffers back with [`Sim::recycle_buf`].
+    pub fn drain_external(&mut self, out: &mut Vec<(NodeId, Vec<u8>)>) {
+        out.append(&mut self.external_out);
+    }
+
+    /// Returns a packet buffer to the pool.
+    pub fn recycle_buf(&mut self, buf: Vec<u8>) {
+        self.recycle(buf);
+    }
+
+    /// An IPv4 datagram sent by external node `n` (read from its TUN interface) at `now`
+    /// (clamped so the clock never goes back): routed by `n`'s table onto its egress
+    /// qdisc, as if `n` had sent it. Errors say why it was dropped.
+    pub fn inject(&mut self, n: NodeId, now: Instant, data: Vec<u8>) -> Result<(), InjectError> {
+        if now > self.now {
+            self.now = now;
+        }
+        let dst = match Ipv4Packet::new_checked(&data[..]) {
+            Ok(p) => p.dst_addr(),
+            _ => {
+                self.recycle(data);
+                return Err(InjectError::NotIpv4);
+            }
+        };
+        let node = &mut self.nodes[n as usize];
+        let Some(hop) = node.routes.lookup(dst) else {
+            node.counters.no_route += 1;
+            self.recycle(data);
+            return Err(InjectError::NoRoute);
+        };
+        let pkt = self.new_pkt(data);
+        self.enqueue(n, hop.iface, pkt);
+        Ok(())
     }
 
     fn on_change(&mut self, c: u32) {
@@ -953,6 +1034,12 @@ impl Sim {
             self.rec.capture(c, now, i, CaptureDir::In, &pkt.data);
         }
         let node = &mut self.nodes[n as usize];
+        if node.external {
+            // the kernel behind the TUN interface decides what to do with it
+            node.counters.delivered += 1;
+            self.external_out.push((n, pkt.data));
+            return;
+        }
         let Ok(ipp) = Ipv4Packet::new_checked(&pkt.data[..]) else {
             node.counters.bad_packets += 1;
             return;
@@ -1003,6 +1090,11 @@ impl Sim {
                 };
                 let node = &mut self.nodes[n as usize];
                 let Some(&app) = node.udp_ports.get(&u.dst_port()) else {
+                    if node.stack_cfg.sctp.as_ref().is_some_and(|c| c.udp_port != 0 && c.udp_port == u.dst_port()) {
+                        // SCTP over UDP (RFC 6951): the SCTP engine's tunneling port
+                        self.deliver_to_stack(n, pkt, src, dst);
+                        return;
+                    }
                     node.counters.no_socket += 1;
                     return;
                 };
@@ -1055,18 +1147,13 @@ impl Sim {
                 }
             }
             wirelab_wire::ip_proto::TCP | wirelab_wire::ip_proto::SCTP => {
-                let proto = ipp.protocol();
-                let tos = ipp.tos();
-                self.ensure_stack(n);
-                if let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() {
-                    let ipp = Ipv4Packet::new_unchecked(&pkt.data[..]);
-                    let payload = ipp.payload();
-                    // checksum offload: only corrupted packets are verified (PktMeta::corrupted)
-                    let verify = pkt.meta.corrupted || self.verify_checksums;
-                    stack.engine().handle_packet(now, wirelab_core::Datagram { src, dst, proto, tos, payload, verify });
-                }
-                self.recycle(pkt.data);
-                self.service_stack(n);
+                self.deliver_to_stack(n, pkt, src, dst);
+                return;
+            }
+            wirelab_wire::ip_proto::ICMP if self.nodes[n as usize].stack.is_some() => {
+                // ICMP errors (from a live run's kernel) reach the engines: SCTP turns a
+                // port unreachable for its UDP tunnel into an abort in COOKIE-WAIT
+                self.deliver_to_stack(n, pkt, src, dst);
                 return;
             }
             _ => {
@@ -1076,10 +1163,34 @@ impl Sim {
         self.recycle(pkt.data);
     }
 
+    /// Hands a TCP, SCTP or UDP-encapsulated SCTP datagram to node `n`'s engines.
+    fn deliver_to_stack(&mut self, n: NodeId, pkt: Pkt, src: Ipv4Addr, dst: Ipv4Addr) {
+        let now = self.now;
+        self.ensure_stack(n);
+        if let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() {
+            let ipp = Ipv4Packet::new_unchecked(&pkt.data[..]);
+            let (proto, tos, payload) = (ipp.protocol(), ipp.tos(), ipp.payload());
+            // checksum offload: only corrupted packets are verified (PktMeta::corrupted)
+            let verify = pkt.meta.corrupted || self.verify_checksums;
+            stack.engine().handle_packet(now, wirelab_core::Datagram { src, dst, proto, tos, payload, verify });
+        }
+        self.recycle(pkt.data);
+        self.service_stack(n);
+    }
+
     /// Interval between datagrams for a CBR source of `rate_bps` counted over IP bytes.
     pub fn cbr_interval(payload: u32, rate_bps: u64) -> Duration {
         wirelab_apps::UdpCbrConfig::interval_for(payload, rate_bps)
     }
+}
+
+/// Why [`Sim::inject`] dropped a datagram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InjectError {
+    /// Not an IPv4 datagram (e.g. IPv6 router solicitations from the kernel).
+    NotIpv4,
+    /// The external node has no route to the destination.
+    NoRoute,
 }
 
 /// Whether every packet offered to this egress qdisc tree ends in an `fq` with pacing on

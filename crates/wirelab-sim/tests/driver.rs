@@ -166,7 +166,7 @@ fn stacks_are_created_on_first_use() {
     let (mut sim, h1, r, h2) = line(true);
     sim.auto_routes();
     add(&mut sim, "src", h1, cbr("10.0.2.2:9", 1000, 0, 2));
-    add(&mut sim, "srv", h2, AppConfig::TcpServer(TcpServerConfig { port: 80, echo: false, read_rate: None, backlog: 128, opts: Vec::new() }));
+    add(&mut sim, "srv", h2, AppConfig::TcpServer(TcpServerConfig { port: 80, echo: false, read_rate: None, backlog: 128, opts: Vec::new(), sha256: false }));
     sim.run(Instant::ZERO + Duration::from_millis(50), Duration::ZERO, &mut |_| {});
     // UDP needs no stack; forwarding needs none; a TCP listener creates one at time zero
     assert!(sim.stack(h1).is_none());

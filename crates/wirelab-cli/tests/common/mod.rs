@@ -16,7 +16,7 @@ pub fn tmp(group: &str, name: &str) -> PathBuf {
 /// Builds and runs scenario `text` in process (captures go to `out` if given).
 pub fn run(text: &str, out: Option<PathBuf>) -> RunResults {
     let sc = Scenario::from_text("<test>", text, &[]).unwrap();
-    let b = sc.build(&BuildOptions { seed: None, out_dir: out }).unwrap();
+    let b = sc.build(&BuildOptions { seed: None, out_dir: out, live: false }).unwrap();
     let mut sim = b.sim;
     sim.run(Instant::ZERO + b.duration, Duration::ZERO, &mut |_| {});
     sim.finish().unwrap()

@@ -27,6 +27,9 @@ impl Scenario {
         let end = Instant::ZERO + duration;
         for (ai, a) in self.doc.apps.iter().enumerate() {
             let node = self.node_index(&a.node)? as u32;
+            if Self::is_tun(&self.doc.nodes[node as usize]) {
+                return Err(self.error_at(span(&a.node), format!("node `{}` is a `tun` node: its applications are real programs (`run`/`spawn` on the node), not `[[app]]`s", a.node.get_ref())));
+            }
             let name = a.name.as_ref().map(|n| n.get_ref().clone()).unwrap_or_else(|| format!("{}#{ai}", a.kind.get_ref()));
             let start = Instant::ZERO + a.start.as_ref().map(|s| self.time(s)).transpose()?.unwrap_or(Duration::ZERO);
             let stop = a.stop.as_ref().map(|s| self.time(s)).transpose()?.map(|d| Instant::ZERO + d).unwrap_or(end);
@@ -120,6 +123,7 @@ impl Scenario {
                 EndpointHost::Node(i) => sim.node_addrs(i as u32).into_iter().filter(|a| a != dst.ip()).collect(),
                 EndpointHost::Addr(_) => Vec::new(),
             },
+            sha256: a.sha256.unwrap_or(false),
         })
     }
 
@@ -131,6 +135,7 @@ impl Scenario {
             read_rate: a.read_rate.as_ref().map(|r| self.rate(r).map(|bps| bps / 8)).transpose()?,
             backlog: 128,
             opts: self.tcp_opts(a)?,
+            sha256: a.sha256.unwrap_or(false),
         })
     }
 

@@ -23,6 +23,9 @@ pub struct BuildOptions {
     pub seed: Option<u64>,
     /// Where captures go; `None` disables file captures.
     pub out_dir: Option<PathBuf>,
+    /// Building for the live driver (`wirelab live`): `tun` nodes become external nodes.
+    /// Without it a scenario with `tun` nodes is an error.
+    pub live: bool,
 }
 
 /// A built simulation and what is needed to run it.
@@ -71,6 +74,16 @@ impl Scenario {
         }
         self.check_profiles()?;
         for n in &d.nodes {
+            if Self::is_tun(n) {
+                if !opts.live {
+                    return Err(self.error_at(span(n.kind.as_ref().unwrap_or(&n.name)), format!("node `{}` is a `tun` node: run this scenario with `wirelab live` (root or CAP_NET_ADMIN)", n.name.get_ref())));
+                }
+                // the kernel behind the TUN interface is the node's stack; its sysctls are
+                // the live driver's to apply in the namespace
+                let id = sim.add_node(n.name.get_ref(), false);
+                sim.set_external(id);
+                continue;
+            }
             let stack = self.node_stack(n)?;
             let router = n.kind.as_ref().is_some_and(|k| k.get_ref() == "router");
             let fwd = crate::validate::ip_forward(self, n)?;

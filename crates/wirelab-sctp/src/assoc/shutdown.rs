@@ -69,7 +69,7 @@ impl Assoc {
     }
 
     /// ABORT received (§9.1).
-    pub(super) fn on_abort(&mut self) {
+    pub(crate) fn on_abort(&mut self) {
         if self.state != AssocState::Closed {
             let ev = if matches!(self.state, AssocState::CookieWait | AssocState::CookieEchoed) { SockEvent::ConnectFailed } else { SockEvent::Reset };
             self.ctrl.clear();
