@@ -30,8 +30,10 @@ bench:
 # tables.md). Thin streams: the 2 h 05 duration test (Table 4.2 of seed 002), seed 1. Rate
 # control (seed 003): every experiment (≈ 5 min). Shim (seed 004): interactive traffic and the
 # SSH-handshake cost (≈ 1–3 min; the scp grid is `python -m wirelab.repro.shim_scp`).
+# Modern CC (docs/reproductions/modern-cc.md): the whole study, 10 seeds (~25 min of CPU).
 NIGHTLY_OUT ?= results/nightly
 nightly: install
 	nice -n 10 $(PYTHON) -m wirelab.repro.thin_streams all --out $(NIGHTLY_OUT)/thin-streams --only duration,d300 --seeds 1
 	nice -n 10 $(PYTHON) -m wirelab.repro.rate_control all --out $(NIGHTLY_OUT)/rate-control
 	nice -n 10 $(PYTHON) -m wirelab.repro.shim_interactive --out $(NIGHTLY_OUT)/shim-interactive
+	nice -n 10 $(PYTHON) -m wirelab.repro.modern_cc --out $(NIGHTLY_OUT)/modern-cc

@@ -3,6 +3,11 @@
 set -euo pipefail
 need=()
 command -v tshark >/dev/null 2>&1 || need+=(tshark)
+# packetdrill is built from ../shared/packetdrill to run our own scripts on the kernel
+# (also needs cc and ip, below)
+command -v bison >/dev/null 2>&1 || need+=(bison)
+command -v flex >/dev/null 2>&1 || need+=(flex)
+command -v make >/dev/null 2>&1 || need+=(make)
 # a headless browser: the report test opens report.html and takes a screenshot
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-headless-shell >/dev/null 2>&1; then
   need+=(chromium-headless-shell)

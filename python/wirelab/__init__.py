@@ -6,7 +6,9 @@
 """
 from ._wirelab import __version__
 from .exceptions import ScenarioError, WirelabError
+from .packetdrill import PacketdrillResult, packetdrill
 from .result import Result
 from .runner import live, run, validate
 
-__all__ = ["run", "live", "validate", "Result", "ScenarioError", "WirelabError", "__version__"]
+__all__ = ["run", "live", "validate", "packetdrill", "PacketdrillResult", "Result", "ScenarioError",
+           "WirelabError", "__version__"]

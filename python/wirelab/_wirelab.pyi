@@ -51,3 +51,25 @@ def cli_bench(flows: Sequence[int], rate: str, duration: float, json: Optional[s
 def cli_analyze(capture: str, receiver: Optional[str] = None, interval: str = "1s",
                 classes: Sequence[str] = ..., out: Optional[str] = None, json: Optional[str] = None,
                 strict: bool = False) -> int: ...
+
+def packetdrill(
+    paths: Sequence[str],
+    profile: str = "linux-6",
+    seed: int = 1,
+    tolerance_usecs: Optional[int] = None,
+    defines: Sequence[tuple[str, str]] = ...,
+) -> list[dict]:
+    """Runs packetdrill scripts against the TCP engine; one dict per script with ``path``,
+    ``status`` (pass/fail/parse_error/unsupported), ``exit_code``, ``message``, ``notes``,
+    ``printed`` (``wirelab.packetdrill`` wraps it)."""
+
+def cli_packetdrill(
+    scripts: Sequence[str],
+    profile: str = "linux-6",
+    seed: int = 1,
+    tolerance_usecs: Optional[int] = None,
+    defines: Sequence[str] = ...,
+    verbose: bool = False,
+    json: Optional[str] = None,
+) -> int:
+    """``wirelab packetdrill``; returns the exit code."""

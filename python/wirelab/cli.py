@@ -74,6 +74,19 @@ def _parser() -> argparse.ArgumentParser:
     sm.add_argument("results", help="Output directory of `wirelab run`.")
     sm.set_defaults(fn=lambda a: _wirelab.cli_shim_matches(a.results))
 
+    pd = sub.add_parser("packetdrill", help="Run packetdrill scripts against wirelab's TCP (docs/packetdrill.md).")
+    pd.add_argument("scripts", nargs="+", help="Scripts to run (.pkt files).")
+    pd.add_argument("--profile", default="linux-6", help="TCP profile of the stack under test.")
+    pd.add_argument("--seed", type=int, default=1, help="Seed for ISNs, timestamp offsets and ports.")
+    pd.add_argument("--tolerance_usecs", type=int, help="Override every script's --tolerance_usecs.")
+    pd.add_argument("-D", "--define", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                    help="-D NAME=VALUE symbol definitions (as packetdrill's -D).")
+    pd.add_argument("-v", "--verbose", action="store_true",
+                    help="Print notes, print() output and every packet injected and sent (as packetdrill -v).")
+    pd.add_argument("--json", help="Write one JSON object per script (path, status, exit code, message) here.")
+    pd.set_defaults(fn=lambda a: _wirelab.cli_packetdrill(a.scripts, a.profile, a.seed, a.tolerance_usecs,
+                                                         a.defines, a.verbose, a.json))
+
     b = sub.add_parser("bench", help="Run the dumbbell benchmark and print events/s, simulated/wall ratio, packets/s.")
     b.add_argument("--flows", type=lambda s: [int(x) for x in s.split(",")], default=[2, 20, 200, 2000],
                    help="Numbers of sender/receiver pairs (comma-separated).")

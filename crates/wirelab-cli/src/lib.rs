@@ -10,6 +10,8 @@ use std::path::PathBuf;
 
 pub use wirelab_run::{bench, limits, output, run_loaded, run_loaded_with, run_scenario, Limits, RunOutcome};
 
+mod packetdrill;
+
 /// wirelab: a deterministic, wire-accurate packet-level lab for TCP and SCTP research.
 #[derive(Parser, Debug)]
 #[command(name = "wirelab", version, about)]
@@ -91,6 +93,8 @@ enum Cmd {
         /// Output directory of `wirelab run`.
         results: PathBuf,
     },
+    /// Run packetdrill scripts against wirelab's TCP (docs/packetdrill.md).
+    Packetdrill(packetdrill::Args),
     /// Run the dumbbell benchmark and print events/s, simulated/wall ratio, packets/s.
     Bench {
         /// Numbers of sender/receiver pairs.
@@ -148,6 +152,7 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
             }
         },
         Cmd::ShimMatches { results } => wirelab_run::shim_matches_command(&results),
+        Cmd::Packetdrill(a) => packetdrill::run(&a),
         Cmd::Bench { flows, rate, duration, json, udp, cc, qdisc } => {
             wirelab_run::bench::bench(&flows, &rate, duration, &wirelab_run::bench::BenchLoad { udp, cc, qdisc }, json.as_deref())
         }

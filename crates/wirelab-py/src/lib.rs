@@ -105,6 +105,43 @@ fn validate(path: PathBuf, overrides: Vec<String>, text: Option<String>) -> PyRe
     Ok(())
 }
 
+/// Runs packetdrill scripts against wirelab's TCP (docs/packetdrill.md). Returns one
+/// dict per script: path, status (pass/fail/parse_error/unsupported), exit_code, message,
+/// notes, printed.
+#[pyfunction]
+#[pyo3(signature = (paths, profile="linux-6".to_string(), seed=1, tolerance_usecs=None, defines=Vec::new()))]
+fn packetdrill(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    profile: String,
+    seed: u64,
+    tolerance_usecs: Option<i64>,
+    defines: Vec<(String, String)>,
+) -> PyResult<Vec<Py<pyo3::types::PyDict>>> {
+    let mut opts = wirelab_packetdrill::Options { profile, seed, tolerance_usecs, ..Default::default() };
+    opts.defines.extend(defines);
+    let outs: Vec<(PathBuf, wirelab_packetdrill::Outcome)> =
+        py.detach(move || paths.into_iter().map(|p| { let o = wirelab_packetdrill::run_file(&p, &opts); (p, o) }).collect());
+    outs.into_iter()
+        .map(|(p, o)| {
+            let d = pyo3::types::PyDict::new(py);
+            d.set_item("path", p.display().to_string())?;
+            let status = match o.status {
+                wirelab_packetdrill::Status::Pass => "pass",
+                wirelab_packetdrill::Status::Fail => "fail",
+                wirelab_packetdrill::Status::ParseError => "parse_error",
+                wirelab_packetdrill::Status::Unsupported => "unsupported",
+            };
+            d.set_item("status", status)?;
+            d.set_item("exit_code", o.exit_code())?;
+            d.set_item("message", o.message)?;
+            d.set_item("notes", o.notes)?;
+            d.set_item("printed", o.printed)?;
+            Ok(d.unbind())
+        })
+        .collect()
+}
+
 // The `wirelab` command's Rust subcommands, for `wirelab.cli` (argparse there; the
 // pipeline and the printing are wirelab-run's, the same code the Rust binary runs).
 // Each returns the exit code.
@@ -158,6 +195,19 @@ fn cli_bench(py: Python<'_>, flows: Vec<u32>, rate: String, duration: f64, json:
     py.detach(move || wirelab_run::bench::bench(&flows, &rate, duration, &load, json.as_deref()))
 }
 
+/// `wirelab packetdrill`.
+#[pyfunction]
+#[pyo3(signature = (scripts, profile="linux-6".to_string(), seed=1, tolerance_usecs=None, defines=Vec::new(), verbose=false, json=None))]
+#[allow(clippy::too_many_arguments)]
+fn cli_packetdrill(py: Python<'_>, scripts: Vec<PathBuf>, profile: String, seed: u64, tolerance_usecs: Option<i64>, defines: Vec<String>, verbose: bool, json: Option<PathBuf>) -> i32 {
+    let mut opts = wirelab_packetdrill::Options { profile, seed, tolerance_usecs, ..Default::default() };
+    if let Err(e) = wirelab_packetdrill::command::add_defines(&mut opts, &defines) {
+        eprintln!("error: {e}");
+        return 2;
+    }
+    py.detach(move || wirelab_packetdrill::command::command(&scripts, &opts, verbose, json.as_deref()))
+}
+
 /// `wirelab analyze`.
 #[pyfunction]
 #[pyo3(signature = (capture, receiver=None, interval="1s".to_string(), classes=Vec::new(), out=None, json=None, strict=false))]
@@ -186,6 +236,8 @@ fn _wirelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_shim_matches, m)?)?;
     m.add_function(wrap_pyfunction!(cli_bench, m)?)?;
     m.add_function(wrap_pyfunction!(cli_analyze, m)?)?;
+    m.add_function(wrap_pyfunction!(packetdrill, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_packetdrill, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -67,6 +67,12 @@ pub enum SockOpt {
     SndBuf(u32),
     /// `SO_RCVBUF` in bytes: doubled as Linux does, clamped to `rmem_max`, locks autotuning.
     RcvBuf(u32),
+    /// `TCP_CORK`: hold partial segments (`TCP_NAGLE_CORK`) until uncorked, which pushes
+    /// what is queued (`__tcp_sock_set_cork()`), or the probe timer sends it.
+    Cork(bool),
+    /// `TCP_USER_TIMEOUT` in ms (0: off): how long retransmissions or zero-window probes
+    /// may go on before the connection fails with `ETIMEDOUT` (`icsk_user_timeout`).
+    UserTimeout(u32),
     /// `TCP_WINDOW_CLAMP` in bytes.
     WindowClamp(u32),
     /// `TCP_CONGESTION` by name ("reno", "cubic").
@@ -219,6 +225,16 @@ pub struct TcpInfo {
     pub snd_mss: u32,
     /// Receiver's estimate of the peer's MSS (`icsk_ack.rcv_mss`).
     pub rcv_mss: u32,
+    /// MSS we advertise (`tp->advmss`).
+    pub advmss: u32,
+    /// Unanswered zero-window / keepalive probes (`icsk_probes_out`).
+    pub probes: u32,
+    /// Time with data queued or in flight (µs, `tcpi_busy_time`; jiffy granularity).
+    pub busy_time_us: u64,
+    /// Of that, time limited by the peer's receive window (µs, `tcpi_rwnd_limited`).
+    pub rwnd_limited_us: u64,
+    /// Of that, time limited by the send buffer (µs, `tcpi_sndbuf_limited`).
+    pub sndbuf_limited_us: u64,
     /// `packets_out`.
     pub unacked: u32,
     /// `sacked_out`.

@@ -173,6 +173,13 @@ pub struct TcpConfig {
     pub rcv_space_style: RcvSpaceStyle,
     /// `net.ipv4.tcp_slow_start_after_idle` (RFC 2861 cwnd validation).
     pub tcp_slow_start_after_idle: bool,
+    /// Where the idle check runs (profile property). True (Linux 6):
+    /// `tcp_slow_start_after_idle_check()` when a write queues data on an empty write
+    /// queue (`tcp_skb_entail()`) and when the peer's window changes with data unsent
+    /// (`tcp_ack_update_window()`) — not when a window probe or an opening window lets
+    /// held data go. False (the older profiles): when data is sent after idle
+    /// (`tcp_event_data_sent()` of 3.x).
+    pub idle_check_at_write: bool,
     /// `net.ipv4.tcp_no_metrics_save`. wirelab never caches per-destination metrics, i.e.
     /// always behaves as if this were 1; 0 is accepted and documented as a deviation.
     pub tcp_no_metrics_save: bool,
@@ -247,6 +254,16 @@ pub struct TcpConfig {
     pub hz: u32,
     /// Interface MTU; the advertised MSS is `mtu - 40`.
     pub mtu: u32,
+    /// TSO/GSO as Linux 6 sizes it (profile property): writes become skbs of up to
+    /// `size_goal`, sent in TSO packets of `tcp_tso_autosize()` segments (PSH on each
+    /// multi-segment packet), small ones deferred by `tcp_tso_should_defer()`. Off (the
+    /// older profiles): one segment at a time, PSH where the unsent data ends.
+    pub tso: bool,
+    /// `net.ipv4.tcp_min_tso_segs`: fewest segments a TSO packet is sized for.
+    pub tcp_min_tso_segs: u32,
+    /// `net.ipv4.tcp_tso_win_divisor`: defer a TSO packet smaller than
+    /// min(snd_wnd, cwnd) / divisor (0: at most 3 MSS deferred).
+    pub tcp_tso_win_divisor: u32,
     /// CUBIC module parameters.
     pub cubic: CubicParams,
     /// DCTCP module parameters.
@@ -351,6 +368,10 @@ impl TcpConfig {
             timewait_len: Duration::from_secs(60),
             hz: 1000,
             mtu: 1500,
+            tso: true,
+            idle_check_at_write: true,
+            tcp_min_tso_segs: 2,
+            tcp_tso_win_divisor: 3,
             cubic: CubicParams::default(),
             dctcp: DctcpParams::default(),
             vegas: VegasParams::default(),
@@ -370,6 +391,8 @@ impl TcpConfig {
             "linux-6" | "default" => {}
             "linux-4.6" => {
                 c.profile = "linux-4.6";
+                c.tso = false; // the 6.x TSO model is not claimed for this era
+                c.idle_check_at_write = false;
                 c.rcv_space_style = RcvSpaceStyle::Steps;
                 c.tcp_rmem = [4096, 87380, 6291456];
                 c.hz = 250;
@@ -378,6 +401,8 @@ impl TcpConfig {
             }
             "linux-3.14" => {
                 c.profile = "linux-3.14";
+                c.tso = false; // the 6.x TSO model is not claimed for this era
+                c.idle_check_at_write = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 c.tcp_rmem = [4096, 87380, 6291456];
                 c.hz = 250;
@@ -387,6 +412,8 @@ impl TcpConfig {
             }
             "linux-2.6.37" => {
                 c.profile = "linux-2.6.37";
+                c.tso = false; // the 6.x TSO model is not claimed for this era
+                c.idle_check_at_write = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 c.tcp_rmem = [4096, 87380, 4194304];
                 c.tcp_wmem = [4096, 16384, 4194304];
@@ -404,6 +431,8 @@ impl TcpConfig {
             }
             "linux-2.2" => {
                 c.profile = "linux-2.2";
+                c.tso = false; // the 6.x TSO model is not claimed for this era
+                c.idle_check_at_write = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 // 2.2 had no tcp_rmem/tcp_wmem; net.core.{r,w}mem_default was 64 KiB.
                 c.tcp_rmem = [4096, 65535, 65535];
@@ -431,6 +460,8 @@ impl TcpConfig {
             "freebsd-4.10" => {
                 // Approximation: Linux machinery with FreeBSD 4.x defaults (docs/tcp.md).
                 c.profile = "freebsd-4.10";
+                c.tso = false; // the 6.x TSO model is not claimed for this era
+                c.idle_check_at_write = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 // FreeBSD's sb_hiwat counts payload (net.inet.tcp.recvspace 65536,
                 // sendspace 32768); Linux charges truesize and advertises rcvbuf/2
@@ -557,6 +588,14 @@ impl TcpConfig {
             }
             "tcp_rdb_max_bytes" => self.tcp_rdb_max_bytes = parse_u32(key, v)?,
             "tcp_rdb_max_packets" => self.tcp_rdb_max_packets = parse_u32(key, v)?,
+            "tcp_min_tso_segs" => {
+                let x = parse_u32(key, v)?;
+                if !(1..=255).contains(&x) {
+                    return Err(ConfigError::new(format!("{key}: expected 1..=255, got `{v}`")));
+                }
+                self.tcp_min_tso_segs = x;
+            }
+            "tcp_tso_win_divisor" => self.tcp_tso_win_divisor = parse_u32(key, v)?,
             "tcp_thin_dpifl_itt_lower_bound" => {
                 let x = parse_u32(key, v)?;
                 if x < 10_000 {

@@ -251,7 +251,7 @@ impl TcpEndpoint {
                 self.clean_heap();
                 return;
             }
-            c.enter_closed();
+            c.enter_closed(now);
             c.orphan = true;
             self.touch(id.0);
         }
@@ -260,7 +260,7 @@ impl TcpEndpoint {
                 return;
             }
             if r.has(flags::ACK) {
-                self.rsts.push_back(RstSpec { src: local, dst: remote, seq: r.ack, ack: None, tos });
+                self.rsts.push_back(RstSpec { src: local, dst: remote, seq: r.ack, ack: None, tos, window: 0, ts: None });
                 return;
             }
             if !r.has(flags::SYN) {
@@ -296,9 +296,9 @@ impl TcpEndpoint {
         if !r.has(flags::RST) {
             // tcp_v4_send_reset()
             let spec = if r.has(flags::ACK) {
-                RstSpec { src: local, dst: remote, seq: r.ack, ack: None, tos }
+                RstSpec { src: local, dst: remote, seq: r.ack, ack: None, tos, window: 0, ts: None }
             } else {
-                RstSpec { src: local, dst: remote, seq: crate::wire::SeqNumber(0), ack: Some(r.seq + r.segment_len() as u32), tos }
+                RstSpec { src: local, dst: remote, seq: crate::wire::SeqNumber(0), ack: Some(r.seq + r.segment_len() as u32), tos, window: 0, ts: None }
             };
             self.rsts.push_back(spec);
         }
@@ -343,6 +343,8 @@ impl TcpEndpoint {
                 r.flags |= flags::ACK;
                 r.ack = a;
             }
+            r.window = rst.window;
+            r.timestamp = rst.ts;
             let n = r.buffer_len();
             buf.resize(HEADROOM + n, 0);
             r.emit(&mut TcpPacket::new_unchecked(&mut buf[HEADROOM..]), *rst.src.ip(), *rst.dst.ip());
@@ -455,9 +457,17 @@ impl TcpEndpoint {
 
     /// `write()`: copies what fits in the send buffer; `Ok(0)` means "would block" and a
     /// `Writable` event follows when space frees up.
-    pub fn send(&mut self, _now: Instant, s: SocketId, data: &[u8]) -> Result<usize, SockError> {
-        let c = self.conn_mut(s).ok_or(SockError::InvalidSocket)?;
-        let r = c.send(data);
+    pub fn send(&mut self, now: Instant, s: SocketId, data: &[u8]) -> Result<usize, SockError> {
+        self.send_more(now, s, data, false)
+    }
+
+    /// `sendmsg()` with `MSG_MORE` when `more`: like [`send`](Self::send), but the data is
+    /// not pushed: no PSH mark and Nagle corked for this write (`tcp_push()`), so a partial
+    /// segment waits for more data, an ACK-driven push or the probe timer.
+    pub fn send_more(&mut self, now: Instant, s: SocketId, data: &[u8], more: bool) -> Result<usize, SockError> {
+        let cfg = &self.cfg;
+        let Some(Slot::Conn(c)) = self.slots.get_mut(s.0 as usize) else { return Err(SockError::InvalidSocket) };
+        let r = c.send_more(cfg, now, data, more);
         self.touch(s.0);
         self.clean_heap();
         r
@@ -529,11 +539,11 @@ impl TcpEndpoint {
     }
 
     /// Sends RST and frees the socket.
-    pub fn abort(&mut self, _now: Instant, s: SocketId) {
-        let (_, slots, mut out) = self.out_parts();
+    pub fn abort(&mut self, now: Instant, s: SocketId) {
+        let (cfg, slots, mut out) = self.out_parts();
         if let Some(Slot::Conn(c)) = slots.get_mut(s.0 as usize) {
             c.listener = None;
-            c.abort(&mut out);
+            c.abort(cfg, now, &mut out);
             self.touch(s.0);
             self.clean_heap();
         }
@@ -583,9 +593,17 @@ impl TcpEndpoint {
         }
     }
 
-    /// `getsockopt(TCP_INFO)`; `None` for listeners and freed sockets.
+    /// `getsockopt(TCP_INFO)`; `None` for listeners and freed sockets. The busy /
+    /// rwnd-limited / sndbuf-limited times count up to the last change of condition (see
+    /// [`info_at`](Self::info_at)).
     pub fn info(&self, s: SocketId) -> Option<TcpInfo> {
-        self.conn(s).map(|c| c.info())
+        self.conn(s).map(|c| c.info(None))
+    }
+
+    /// [`info`](Self::info) at `now`: the busy / rwnd-limited / sndbuf-limited times
+    /// include the running condition up to `now`, as `getsockopt(TCP_INFO)` does.
+    pub fn info_at(&self, now: Instant, s: SocketId) -> Option<TcpInfo> {
+        self.conn(s).map(|c| c.info(Some(now)))
     }
 
     /// State of a socket (listeners report `Listen`).
@@ -606,6 +624,13 @@ impl TcpEndpoint {
     /// per-flow memory budget.
     pub fn socket_memory(&self, s: SocketId) -> Option<usize> {
         self.conn(s).map(|c| c.memory_bytes())
+    }
+
+    /// `ioctl(SIOCINQ)`, `ioctl(SIOCOUTQ)`, `ioctl(SIOCOUTQNSD)`: bytes readable, bytes
+    /// written but not yet acknowledged, bytes written but not yet sent. `None` for
+    /// listeners (`EINVAL`) and freed sockets.
+    pub fn queue_lengths(&self, s: SocketId) -> Option<(u32, u32, u32)> {
+        self.conn(s).map(|c| c.queue_lengths())
     }
 
     /// All live sockets (listeners and connections), in id order.

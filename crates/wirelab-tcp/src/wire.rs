@@ -502,11 +502,11 @@ impl<'a> TcpRepr<'a> {
             put(&v.to_be_bytes());
             put(&e.to_be_bytes());
         }
-        if let Some(ws) = self.window_scale {
-            put(&[field::OPT_NOP, field::OPT_WS, 3, ws]);
-        }
         if self.sack_permitted && self.timestamp.is_none() {
             put(&[field::OPT_NOP, field::OPT_NOP, field::OPT_SACKPERM, 2]);
+        }
+        if let Some(ws) = self.window_scale {
+            put(&[field::OPT_NOP, field::OPT_WS, 3, ws]);
         }
         let s = self.sack_emitted();
         if s > 0 {
@@ -649,6 +649,20 @@ mod test {
         assert!(p.verify_checksum(SRC, DST));
         let s = format!("{p}");
         assert!(s.contains("Flags [S]") && s.contains("mss 1460") && s.contains("wscale 7"), "{s}");
+    }
+
+    #[test]
+    fn syn_without_timestamps_puts_sack_perm_before_wscale() {
+        // tcp_options_write(): MSS, [TS], NOP NOP SACK_PERM (only without TS), NOP WS —
+        // e.g. a SYN-ACK to a SYN that carried no timestamp (packetdrill's
+        // `<mss 1460,nop,nop,sackOK,nop,wscale 8>`)
+        let mut r = syn_repr();
+        r.timestamp = None;
+        let mut buf = vec![0u8; r.buffer_len()];
+        r.emit(&mut TcpPacket::new_unchecked(&mut buf[..]), SRC, DST);
+        assert_eq!(&buf[20..32], &[2, 4, 0x05, 0xb4, 1, 1, 4, 2, 1, 3, 3, 7]);
+        let p = TcpPacket::new_checked(&buf[..]).unwrap();
+        assert_eq!(TcpRepr::parse(&p, SRC, DST).unwrap(), r);
     }
 
     #[test]

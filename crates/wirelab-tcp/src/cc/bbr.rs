@@ -655,6 +655,10 @@ impl CongestionOps for Bbr {
     fn name(&self) -> &'static str {
         "bbr"
     }
+    /// `bbr_min_tso_segs()` as the `min_tso_segs` hook.
+    fn min_tso_segs(&self, tp: &CcSock) -> Option<u32> {
+        Some(Self::min_tso_segs(tp))
+    }
     /// `bbr_init()`.
     fn init(&mut self, tp: &mut CcSock) {
         self.prior_cwnd = 0;

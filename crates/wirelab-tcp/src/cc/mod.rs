@@ -368,6 +368,11 @@ pub trait CongestionOps: fmt::Debug {
     fn needs_snapshot(&self) -> bool {
         true
     }
+    /// `min_tso_segs()`: the module's floor for `tcp_tso_segs()` (None: the
+    /// `tcp_min_tso_segs` sysctl).
+    fn min_tso_segs(&self, _tp: &CcSock) -> Option<u32> {
+        None
+    }
     /// `sndbuf_expand()`: send-buffer segments per cwnd segment (`tcp_sndbuf_expand()`).
     fn sndbuf_expand(&self) -> u32 {
         2

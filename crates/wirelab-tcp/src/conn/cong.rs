@@ -85,6 +85,13 @@ impl Conn {
         self.tp.pacing_rate = rate.min(tp.max_pacing_rate as u128) as u64;
     }
 
+    /// `tcp_tso_segs()`: segments per TSO packet, `tcp_tso_autosize()` of this pacing
+    /// rate with the module's `min_tso_segs()` (BBR) or the `tcp_min_tso_segs` sysctl.
+    pub(super) fn tso_segs(&self, cfg: &TcpConfig) -> u32 {
+        let min = self.cc.min_tso_segs(&self.tp).unwrap_or(cfg.tcp_min_tso_segs);
+        super::tso::tso_segs(self.tp.pacing_rate, self.mss_cache, self.rtt.min_rtt_us, min)
+    }
+
     /// `SO_MAX_PACING_RATE`: caps the pacing rate and turns pacing on.
     pub(super) fn set_max_pacing_rate(&mut self, rate: u64) {
         self.tp.max_pacing_rate = rate;

@@ -59,7 +59,7 @@ impl Conn {
     fn rcv_synsent(&mut self, cfg: &TcpConfig, now: Instant, r: &TcpRepr, out: &mut Out) {
         if r.has(flags::ACK) && (!r.ack.after(self.iss) || r.ack.after(self.snd_nxt)) {
             if !r.has(flags::RST) {
-                out.rst.push_back(RstSpec { src: self.local, dst: self.remote, seq: r.ack, ack: None, tos: self.tos });
+                out.rst.push_back(RstSpec { src: self.local, dst: self.remote, seq: r.ack, ack: None, tos: self.tos, window: 0, ts: None });
             }
             return;
         }
@@ -68,7 +68,7 @@ impl Conn {
                 self.err = Some(SockError::ConnectionRefused);
                 self.notify(out, SockEvent::ConnectFailed);
                 self.closed_notified = true;
-                self.enter_closed();
+                self.enter_closed(now);
             }
             return;
         }
@@ -174,6 +174,11 @@ impl Conn {
         self.ack.rcv_mss = hint.max(TCP_MIN_MSS);
         self.rcvq.space = self.rcv_ssthresh.min(self.rcv_wnd).min(cfg.init_cwnd * self.advmss);
         self.max_window = self.max_window.max(self.snd_wnd);
+        // the first pacing rate (tcp_rcv_state_process() on the passive side, the SYN-ACK's
+        // tcp_ack() on the active one); a module with cong_control (BBR) set its own in init
+        if !self.cc.has_cong_control() {
+            self.update_pacing_rate(cfg);
+        }
     }
 
     /// `tcp_sndbuf_expand()`: room for 2·max(IW, cwnd, reordering+1) segments, with
@@ -192,7 +197,7 @@ impl Conn {
     /// sequence space is ACKed.
     fn rcv_timewait(&mut self, cfg: &TcpConfig, now: Instant, r: &TcpRepr) {
         if r.has(flags::RST) {
-            self.enter_closed();
+            self.enter_closed(now);
             return;
         }
         if r.has(flags::FIN) {
@@ -235,7 +240,7 @@ impl Conn {
         if r.has(flags::RST) {
             // RFC 5961 §3: exact match resets, otherwise a challenge ACK.
             if r.seq == self.rcv_nxt {
-                self.on_reset(out);
+                self.on_reset(now, out);
             } else {
                 self.ack.send_now = true;
             }
@@ -251,7 +256,7 @@ impl Conn {
         }
         if self.state == TcpState::SynRecv {
             if r.ack != self.snd_nxt {
-                out.rst.push_back(RstSpec { src: self.local, dst: self.remote, seq: r.ack, ack: None, tos: self.tos });
+                out.rst.push_back(RstSpec { src: self.local, dst: self.remote, seq: r.ack, ack: None, tos: self.tos, window: 0, ts: None });
                 return;
             }
             self.snd_una = r.ack;
@@ -259,9 +264,6 @@ impl Conn {
             self.max_window = self.snd_wnd;
             self.snd_wl1 = r.seq;
             self.handshake_done(cfg, now, r);
-            if !self.cc.has_cong_control() {
-                self.update_pacing_rate(cfg);
-            }
             if self.fin_queued {
                 self.state = TcpState::FinWait1;
             }
@@ -292,7 +294,7 @@ impl Conn {
     }
 
     /// `tcp_reset()`: the peer reset the connection.
-    fn on_reset(&mut self, out: &mut Out) {
+    fn on_reset(&mut self, now: Instant, out: &mut Out) {
         let was_closing = matches!(self.state, TcpState::LastAck | TcpState::Closing | TcpState::TimeWait);
         if self.state == TcpState::SynRecv && self.listener.is_some() {
             self.orphan = true;
@@ -306,7 +308,7 @@ impl Conn {
             self.notify(out, SockEvent::Reset);
             self.closed_notified = true;
         }
-        self.enter_closed();
+        self.enter_closed(now);
     }
 
     /// `tcp_send_dupack()`: out-of-window or duplicate data; D-SACK it and enter quick-ACK.
@@ -370,8 +372,11 @@ impl Conn {
             self.ack.send_now = true;
             return;
         }
-        // any valid ACK cancels a pending early-retransmit or loss-probe timer
-        if self.xmit_timer_is(XmitTimer::EarlyRetrans.bit() | XmitTimer::LossProbe.bit()) {
+        // 3.x-4.12: any valid ACK cancels a pending early-retransmit or loss-probe timer.
+        // RACK-TLP (4.13+): only an ACK that acknowledges data resets the timers
+        // (FLAG_SET_XMIT_TIMER -> tcp_set_xmit_timer(), below)
+        let rack = self.rack_on(cfg);
+        if !rack && self.xmit_timer_is(XmitTimer::EarlyRetrans.bit() | XmitTimer::LossProbe.bit()) {
             self.rearm_rto(cfg, now);
         }
         self.rexmit_new = false;
@@ -380,7 +385,7 @@ impl Conn {
             flag |= FLAG_SND_UNA_ADVANCED;
             self.retransmits = 0;
         }
-        flag |= self.ack_update_window(r);
+        flag |= self.ack_update_window(cfg, now, r);
         if self.ecn.rcv_ecn_echo(r.has(flags::ECE), r.has(flags::SYN)) {
             flag |= FLAG_ECE;
         }
@@ -392,6 +397,8 @@ impl Conn {
         let prior_delivered = self.rate.delivered;
         let prior_lost = self.rtx.lost;
         let prior_in_flight = self.in_flight();
+        // tcp_ack(): the highest SACKed sequence before this ACK's SACK blocks are tagged
+        let prior_fack = self.rtx.fack_seq(self.snd_una, self.sack_ok);
         let prior_sacked = self.rtx.sacked_out;
         self.rate.begin_ack();
         let mut sack: Option<SackTag> = None;
@@ -408,7 +415,7 @@ impl Conn {
         } else {
             0
         };
-        let (cl, freed) = self.clean_rtx_queue(cfg, now, ack, &mut flag);
+        let (cl, freed) = self.clean_rtx_queue(cfg, now, ack, prior_fack, &mut flag);
         let ca_rtt = self.ack_rtt_sample(cfg, now, r, &cl, sack.as_ref(), prior_in_flight);
         self.in_ack_event(cfg, now, flag);
         self.ack_set_xmit_timer(cfg, now, prior_packets, cl.acked_pkts);
@@ -452,13 +459,13 @@ impl Conn {
             let not_dup = !r.payload.is_empty() || flag & (FLAG_WIN_UPDATE | FLAG_SND_UNA_ADVANCED) != 0 || cl.acked_pkts > 0;
             self.process_tlp_ack(cfg, now, ack, not_dup || newly_sacked > 0, flag & FLAG_DSACKING_ACK != 0);
         }
-        if self.xmit_timer_is(XmitTimer::Retrans.bit()) {
+        if self.xmit_timer_is(XmitTimer::Retrans.bit()) && (!rack || cl.acked_pkts > 0) {
             self.schedule_loss_probe(cfg, now, true);
         }
         if self.fin_acked(cfg, now, out) {
             return;
         }
-        self.check_space(cfg, freed, out);
+        self.check_space(cfg, now, freed, out);
     }
 
     /// `tcp_in_ack_event()`: the ACK's `CA_ACK_*` flags for the module (every ACK takes
@@ -476,13 +483,16 @@ impl Conn {
     }
 
     /// `tcp_ack_update_window()`: returns `FLAG_WIN_UPDATE` when the window changed.
-    fn ack_update_window(&mut self, r: &TcpRepr) -> u32 {
+    fn ack_update_window(&mut self, cfg: &TcpConfig, now: Instant, r: &TcpRepr) -> u32 {
         let nwin = (r.window as u32) << self.snd_wscale;
         let mut flag = 0;
         if r.ack.after(self.snd_una) || r.seq.after(self.snd_wl1) || (r.seq == self.snd_wl1 && nwin > self.snd_wnd) {
             if self.snd_wnd != nwin {
                 flag = FLAG_WIN_UPDATE;
                 self.snd_wnd = nwin;
+                if cfg.idle_check_at_write && self.unsent() > 0 {
+                    self.slow_start_after_idle_check(cfg, now);
+                }
                 self.max_window = self.max_window.max(nwin);
             }
             self.snd_wl1 = r.seq;
@@ -493,15 +503,16 @@ impl Conn {
     /// `tcp_clean_rtx_queue()`: drop what `ack` covers, count deliveries (rate, RACK),
     /// detect reordering, free the send buffer, advance `snd_una`. Returns what the queue
     /// walk found and the payload bytes freed.
-    fn clean_rtx_queue(&mut self, cfg: &TcpConfig, now: Instant, ack: SeqNumber, flag: &mut u32) -> (CleanResult, u32) {
-        let prior_fack = self.rtx.fack_seq(self.snd_una, self.sack_ok);
+    fn clean_rtx_queue(&mut self, cfg: &TcpConfig, now: Instant, ack: SeqNumber, prior_fack: SeqNumber, flag: &mut u32) -> (CleanResult, u32) {
+        let prior_sacked = self.rtx.sacked_out;
         let (rate, rack, sack_ok, min_rtt_us) = (&mut self.rate, &mut self.rack, self.sack_ok, self.rtt.min_rtt_us);
         let ece = *flag & FLAG_ECE != 0;
         let cl = self.rtx.clean_acked(ack, self.high_seq, self.snd_nxt, |seg| {
             let mut s = *seg;
             rate.skb_delivered(&mut s);
-            rate.count_delivered(1, ece);
+            // without SACK tcp_remove_reno_sacks() counts the deliveries (below)
             if sack_ok {
+                rate.count_delivered(1, ece);
                 rack.advance(now, seg.sacked, seg.end, seg.xmit, min_rtt_us);
             }
         });
@@ -515,7 +526,7 @@ impl Conn {
             *flag |= FLAG_ORIG_SACK_ACKED;
         }
         if !self.sack_ok && cl.acked_pkts > 0 {
-            self.remove_reno_sacks(cl.acked_pkts);
+            self.remove_reno_sacks(cl.acked_pkts, prior_sacked, ece);
         } else if cl.acked_pkts > 0 && cl.reord.before(prior_fack) {
             // a never-retransmitted hole got filled: that's reordering
             self.check_sack_reordering(cfg, cl.reord, prior_fack);
@@ -534,6 +545,11 @@ impl Conn {
         }
         if self.rtx.packets_out == 0 && self.rtx.q.capacity() > 64 {
             self.rtx.q = VecDeque::new();
+        }
+        if self.rtx.q.is_empty() {
+            // the whole rtx queue is acknowledged: tcp_chrono_stop(TCP_CHRONO_BUSY)
+            let empty = !self.has_unsent();
+            self.chrono.stop(super::timer::jiffies(cfg, now), super::chrono::ChronoType::Busy, empty);
         }
         self.snd_una = ack;
         if self.snd_nxt.before(self.snd_una) {
@@ -594,8 +610,10 @@ impl Conn {
                     self.xmit_timer = None;
                 }
                 self.rtt.backoff = 0;
+                self.probes_tstamp = None;
             } else if self.xmit_timer_is(Probe0.bit()) {
                 let d = self.rtt.probe0_when(cfg);
+                let d = self.clamp_probe0_to_user_timeout(cfg, now, d);
                 self.reset_xmit_timer(cfg, now, Probe0, d);
             }
         }
@@ -620,7 +638,7 @@ impl Conn {
                     self.notify(out, SockEvent::Closed);
                     self.closed_notified = true;
                 }
-                self.enter_closed();
+                self.enter_closed(now);
                 return true;
             }
             _ => {}
@@ -629,7 +647,7 @@ impl Conn {
     }
 
     /// `tcp_check_space()`: wake a blocked writer, expanding sndbuf if allowed.
-    fn check_space(&mut self, cfg: &TcpConfig, freed: u32, out: &mut Out) {
+    fn check_space(&mut self, cfg: &TcpConfig, now: Instant, freed: u32, out: &mut Out) {
         if !self.write_blocked || freed == 0 {
             return;
         }
@@ -642,6 +660,8 @@ impl Conn {
         if cap > queued && cap - queued >= queued / 2 {
             self.write_blocked = false;
             self.notify(out, SockEvent::Writable);
+            let empty = self.queues_empty();
+            self.chrono.stop(super::timer::jiffies(cfg, now), super::chrono::ChronoType::SndbufLimited, empty);
         }
     }
 

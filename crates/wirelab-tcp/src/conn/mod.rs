@@ -20,7 +20,9 @@
 //! socket/timer/input → recovery/rack → output → parts (output only calls back into
 //! recovery to schedule a loss probe, as `tcp_write_xmit()` does).
 //!
-//! Segments are MSS-sized (no TSO/GSO). cwnd and the scoreboard count packets, as Linux.
+//! Segments are MSS-sized, grouped as Linux's TSO packets when the profile has `tso`
+//! ([`tso`]: skbs, PSH marks, `tcp_tso_autosize`, deferral) and sent one by one as GSO
+//! would. cwnd and the scoreboard count packets, as Linux.
 use crate::api::{RcvWindowPolicy, SockError, SocketId, TcpState};
 use crate::cc::{CaState, CcSock, CongestionOps};
 use crate::config::TcpConfig;
@@ -30,6 +32,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddrV4;
 use wirelab_core::{Instant, SockEvent};
 
+mod chrono;
 mod cong;
 mod delack;
 mod ecn;
@@ -47,6 +50,7 @@ mod scoreboard;
 mod socket;
 mod thin;
 mod timer;
+mod tso;
 mod undo;
 
 pub(crate) use timer::{SkTimer, XmitTimer};
@@ -84,6 +88,11 @@ pub(crate) struct RstSpec {
     pub seq: SeqNumber,
     pub ack: Option<SeqNumber>,
     pub tos: u8,
+    /// A connection's own RST (`tcp_send_active_reset()` goes through
+    /// `tcp_transmit_skb()`): its window and timestamp option (val, ecr). Stateless RSTs
+    /// (`tcp_v4_send_reset()`) have neither.
+    pub window: u16,
+    pub ts: Option<(u32, u32)>,
 }
 
 /// Outputs a connection hands to its endpoint during a call.
@@ -213,7 +222,17 @@ pub(crate) struct Conn {
     retrans_stamp: Option<Instant>,
     /// `icsk_probes_out`.
     probes_out: u32,
+    /// `icsk_probes_tstamp`: when zero-window probing started (the probe timer's first run).
+    probes_tstamp: Option<Instant>,
+    /// `icsk_user_timeout` (`TCP_USER_TIMEOUT`).
+    user_timeout: Option<wirelab_core::Duration>,
     rate: RateState,
+    /// `tcp_chrono_*`: busy / rwnd-limited / sndbuf-limited time.
+    chrono: chrono::Chrono,
+    /// The last `tcp_write_xmit()` stopped at the peer's window (`is_rwnd_limited`).
+    rwnd_hit: bool,
+    /// The write queue as skbs, the TSO packet in flight out, sizing state.
+    wq: tso::WriteQueue,
 
     // ---- receive side ----
     irs: SeqNumber,
@@ -339,7 +358,12 @@ impl Conn {
             retransmits: 0,
             retrans_stamp: None,
             probes_out: 0,
+            probes_tstamp: None,
+            user_timeout: None,
             rate: RateState::new(now),
+            chrono: chrono::Chrono::new(),
+            rwnd_hit: false,
+            wq: tso::WriteQueue::new(iss),
             irs: SeqNumber(0),
             rcv_nxt: SeqNumber(0),
             rcv_wnd: 0,

@@ -3,8 +3,10 @@
 //! building a segment (`tcp_transmit_skb` → `emit`), window selection
 //! (`tcp_select_initial_window`, `__tcp_select_window`, `tcp_select_window`) and cwnd
 //! validation (`tcp_cwnd_validate`, RFC 2861).
+use super::chrono::ChronoType;
 use super::ecn::{INET_ECN_ECT_0, INET_ECN_MASK, TCP_ECN_OK};
 use super::scoreboard::{TxSeg, EVER_RETRANS, SACKED_ACKED, SACKED_RETRANS};
+use super::timer::jiffies;
 use super::{Conn, XmitTimer, TCPOLEN_TSTAMP_ALIGNED, TCP_MAX_WSCALE};
 use crate::api::TcpState;
 use crate::cc::{CaEvent, CaState};
@@ -124,7 +126,7 @@ impl Conn {
     /// `tcp_select_window()`: computes the window field and records the new right edge.
     /// Never retracts the right edge already offered (unless a
     /// [`crate::RcvWindowPolicy`] that allows it is installed).
-    fn select_window(&mut self, cfg: &TcpConfig, now: Instant) -> u16 {
+    pub(super) fn select_window(&mut self, cfg: &TcpConfig, now: Instant) -> u16 {
         let cur_win = self.receive_window();
         let mut new_win = self.raw_select_window(cfg);
         let mut may_retract = false;
@@ -209,6 +211,9 @@ impl Conn {
         if self.ack.send_now {
             return Some(self.send_pure_ack(cfg, now, buf));
         }
+        // MSG_MORE corks only the push of its own write (tcp_push()); uncorking pushes once
+        self.wq.more = false;
+        self.wq.push = false;
         None
     }
 
@@ -276,8 +281,34 @@ impl Conn {
         if !s.seq.before(wnd_end) && s.seq != self.snd_una {
             return None;
         }
+        // tcp_pacing_check() at the top of tcp_xmit_retransmit_queue()'s loop
         if self.pacing.check(now) {
             return None;
+        }
+        // tcp_retransmit_skb(): a lost TSO packet goes again as one, as far as the cwnd
+        // allows; the rest is split off (tcp_fragment()) as a packet of its own
+        let mut rtx_psh = s.data_len() > 0;
+        if cfg.tso {
+            let (end, segs) = match self.wq.rtx_piece {
+                Some((end, segs)) if !end.before(s.end) => (end, segs),
+                _ => {
+                    let quota = self.tp.snd_cwnd - self.in_flight();
+                    let run = self.rtx.lost_run(k);
+                    let n = run.min(quota).max(1);
+                    if n < run {
+                        let id = self.wq.new_id();
+                        self.rtx.set_piece(k + n as usize, run - n, id);
+                    }
+                    let end = self.rtx.q[k + n as usize - 1].end;
+                    self.wq.rtx_piece = Some((end, n));
+                    (end, n)
+                }
+            };
+            let last = s.end == end;
+            if last {
+                self.wq.rtx_piece = None;
+            }
+            rtx_psh = last && s.data_len() > 0 && (segs >= 2 || s.psh);
         }
         // tcp_retransmit_skb(): the stamp of the first retransmission
         if self.retrans_stamp.is_none() {
@@ -297,7 +328,7 @@ impl Conn {
         if s.fin {
             fl |= flags::FIN;
         }
-        if len > 0 {
+        if rtx_psh {
             fl |= flags::PSH;
         }
         // tcp_xmit_retransmit_queue(): retransmitting the head restarts the RTO (its
@@ -360,7 +391,9 @@ impl Conn {
         }
         self.tlp.high_seq = Some(self.snd_nxt);
         self.thin.tlp_count += 1;
-        let mut fl = flags::ACK | flags::PSH;
+        // the probe is the last MSS split off the last skb (tcp_fragment()): PSH only if
+        // that skb was pushed
+        let mut fl = if !cfg.tso || s.psh { flags::ACK | flags::PSH } else { flags::ACK };
         if s.fin {
             fl |= flags::FIN;
         }
@@ -407,9 +440,31 @@ impl Conn {
         if !matches!(self.state, TcpState::Established | TcpState::CloseWait | TcpState::FinWait1 | TcpState::LastAck) {
             return None;
         }
+        self.rwnd_hit = false;
+        let t = self.write_xmit_one(cfg, now, buf, wakeup, probe);
+        // the end of tcp_write_xmit(): the receive-window chronograph
+        let j = jiffies(cfg, now);
+        if self.rwnd_hit {
+            self.chrono.start(j, ChronoType::RwndLimited);
+        } else {
+            let empty = self.queues_empty();
+            self.chrono.stop(j, ChronoType::RwndLimited, empty);
+        }
+        t
+    }
+
+    /// Nothing unacknowledged and nothing unsent (`tcp_rtx_and_write_queues_empty()`).
+    pub(super) fn queues_empty(&self) -> bool {
+        self.rtx.packets_out == 0 && !self.has_unsent()
+    }
+
+    fn write_xmit_one(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, wakeup: bool, probe: bool) -> Option<Transmit> {
         // tcp_pacing_check() (tcp_write_wakeup() is not paced)
         if !wakeup && self.pacing.check(now) {
             return None;
+        }
+        if cfg.tso && !wakeup && (self.unsent() > 0 || self.wq.piece.is_some()) {
+            return self.write_xmit_tso(cfg, now, buf, probe);
         }
         let mss = self.mss_cache;
         let unsent = self.unsent();
@@ -422,12 +477,8 @@ impl Conn {
             len = len.min(room);
         }
         let with_fin = self.fin_queued && len == unsent;
-        // tcp_slow_start_after_idle_check()
-        if self.rtx.packets_out == 0 && cfg.tcp_slow_start_after_idle {
-            let idle = now.saturating_since(self.lsndtime);
-            if idle > self.rtt.rto {
-                self.cwnd_restart(cfg, now, idle);
-            }
+        if !cfg.idle_check_at_write {
+            self.slow_start_after_idle_check(cfg, now);
         }
         // tcp_cwnd_test(): the final FIN alone is not held by cwnd
         let fin_only = with_fin && len == 0;
@@ -438,23 +489,153 @@ impl Conn {
         // tcp_snd_wnd_test()
         let end = self.snd_nxt + len + with_fin as u32;
         if end.after(self.snd_una + self.snd_wnd) {
+            self.rwnd_hit = true;
             if self.rtx.packets_out == 0 {
                 self.check_probe_timer(cfg, now);
             }
             return None;
         }
-        // tcp_nagle_test() with Minshall's check
-        if len < mss && !with_fin && !self.nodelay && self.rtx.packets_out > 0 && !wakeup && !probe && self.minshall_check() {
+        // tcp_nagle_test() with Minshall's check; MSG_MORE / TCP_CORK hold any partial
+        // segment (TCP_NAGLE_CORK) until the probe timer or an uncork pushes it
+        let corked = (self.wq.more || self.wq.cork) && !self.wq.push;
+        let nodelay = self.nodelay || self.wq.push;
+        if len < mss && !with_fin && !wakeup && !probe && super::tso::nagle_check(true, corked, nodelay, self.rtx.packets_out, self.minshall_check()) {
+            if self.rtx.packets_out == 0 {
+                self.check_probe_timer(cfg, now);
+            }
             return None;
         }
-        Some(self.send_new_segment(cfg, now, buf, len, with_fin, unsent, probe))
+        let psh = len > 0 && len == unsent;
+        Some(self.send_new_segment(cfg, now, buf, len, with_fin, (psh, psh), probe, 0))
+    }
+
+    /// `tcp_write_xmit()` with TSO sizing ([`super::tso`]): the head skb goes in pieces of
+    /// at most min(`tcp_cwnd_test()`, `tcp_tso_segs()`) segments (`tcp_mss_split_point()`),
+    /// a one-segment skb passes `tcp_nagle_test()`, a larger one may be deferred
+    /// (`tcp_tso_should_defer()`); a piece is then sent segment by segment.
+    fn write_xmit_tso(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, probe: bool) -> Option<Transmit> {
+        let mss = self.mss_cache;
+        if let Some(p) = self.wq.piece {
+            let len = p.end.dist(self.snd_nxt).min(mss);
+            return Some(self.send_piece_segment(cfg, now, buf, p, len, probe));
+        }
+        if !cfg.idle_check_at_write {
+            self.slow_start_after_idle_check(cfg, now);
+        }
+        let write_seq = self.write_seq();
+        let head = self.wq.head().unwrap_or(super::tso::Skb { start: self.snd_nxt, end: write_seq, psh: true });
+        let is_tail = self.wq.head().is_none_or(|h| self.wq.is_tail(&h));
+        let skb_len = head.end.dist(self.snd_nxt);
+        // tcp_cwnd_test(): at most half the cwnd per TSO packet, for at least two in flight
+        let (in_flight, cwnd) = (self.in_flight(), self.tp.snd_cwnd);
+        let mut quota = if in_flight >= cwnd { 0 } else { (cwnd >> 1).max(1).min(cwnd - in_flight) };
+        if quota == 0 {
+            if !probe {
+                self.cwnd_validate(cfg, now, true);
+                return None;
+            }
+            quota = 1; // push_one == 2: force out a loss probe
+        }
+        // tcp_snd_wnd_test(): the first MSS must fit in the window
+        let wnd_end = self.snd_una + self.snd_wnd;
+        if (self.snd_nxt + skb_len.min(mss)).after(wnd_end) {
+            self.rwnd_hit = true;
+            if self.rtx.packets_out == 0 {
+                self.check_probe_timer(cfg, now);
+            }
+            return None;
+        }
+        // tp->nonagle: TCP_NAGLE_CORK (MSG_MORE's push, TCP_CORK) unless uncorking pushes
+        let corked = (self.wq.more || self.wq.cork) && !self.wq.push;
+        let nodelay = self.nodelay || self.wq.push;
+        let fin_in_skb = self.fin_queued && head.end == write_seq;
+        let max_segs = self.tso_segs(cfg);
+        let limit = if skb_len <= mss {
+            // tcp_nagle_test(): only the last skb is subject to Nagle (TCP_NAGLE_PUSH otherwise)
+            let partial = skb_len < mss;
+            if !probe && is_tail && !fin_in_skb && super::tso::nagle_check(partial, corked, nodelay, self.rtx.packets_out, self.minshall_check()) {
+                if self.rtx.packets_out == 0 {
+                    self.check_probe_timer(cfg, now);
+                }
+                return None;
+            }
+            mss
+        } else {
+            if !probe {
+                let ctx = super::tso::DeferCtx {
+                    in_recovery: self.ca_state >= CaState::Recovery,
+                    since_last_xmit: self.wq.last_xmit.map(|t| now.saturating_since(t)),
+                    send_win: wnd_end.dist(self.snd_nxt),
+                    cong_win: cwnd.saturating_sub(in_flight) * mss,
+                    max_segs,
+                    mss,
+                    skb_len,
+                    skb_is_tail: is_tail,
+                    snd_wnd: self.snd_wnd,
+                    cwnd,
+                    win_divisor: cfg.tcp_tso_win_divisor,
+                    head_age: self.rtx.q.front().map(|h| now.saturating_since(h.xmit)),
+                    srtt_us: self.rtt.srtt_us >> 3,
+                    fin: fin_in_skb,
+                };
+                if super::tso::should_defer(&ctx) {
+                    // deferred for want of receive window (tcp_tso_should_defer()'s
+                    // is_rwnd_limited)
+                    self.rwnd_hit = ctx.cong_win >= ctx.send_win && ctx.send_win <= skb_len;
+                    self.cwnd_validate(cfg, now, in_flight + 1 >= cwnd);
+                    return None;
+                }
+            }
+            self.mss_split_point(wnd_end, skb_len, mss, quota.min(max_segs), is_tail, corked, nodelay)
+        };
+        let bytes = skb_len.min(limit).max(1);
+        let id = self.wq.new_id();
+        let p = super::tso::Piece { id, end: self.snd_nxt + bytes, segs: bytes.div_ceil(mss), psh_end: bytes == skb_len && head.psh };
+        self.wq.piece = Some(p);
+        Some(self.send_piece_segment(cfg, now, buf, p, bytes.min(mss), probe))
+    }
+
+    /// `tcp_mss_split_point()`: how much of the head skb one TSO packet takes.
+    #[allow(clippy::too_many_arguments)]
+    fn mss_split_point(&self, wnd_end: SeqNumber, skb_len: u32, mss: u32, max_segs: u32, is_tail: bool, corked: bool, nodelay: bool) -> u32 {
+        let window = wnd_end.dist(self.snd_nxt);
+        let max_len = mss * max_segs.max(1);
+        if max_len <= window && !is_tail {
+            return max_len;
+        }
+        let needed = skb_len.min(window);
+        if max_len <= needed {
+            return max_len;
+        }
+        let partial = needed % mss;
+        // a partial last segment goes along only if Nagle allows (tcp_nagle_check())
+        if super::tso::nagle_check(partial != 0, corked, nodelay, self.rtx.packets_out, self.minshall_check()) {
+            return (needed - partial).max(mss.min(needed));
+        }
+        needed
+    }
+
+    /// One segment of the TSO packet `p`: PSH on its last segment if the packet has two or
+    /// more (what Linux 6.18 sends) or ends a pushed skb; FIN with the skb's last byte.
+    fn send_piece_segment(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, p: super::tso::Piece, len: u32, probe: bool) -> Transmit {
+        let last = self.snd_nxt + len == p.end;
+        let with_fin = last && self.fin_queued && p.end == self.write_seq();
+        let psh = last && len > 0 && (p.segs >= 2 || p.psh_end);
+        if last {
+            self.wq.piece = None;
+            self.wq.sent(p.end);
+        }
+        self.wq.last_xmit = Some(now);
+        self.send_new_segment(cfg, now, buf, len, with_fin, (psh, last && p.psh_end), probe, p.id)
     }
 
     /// The sending half of `tcp_write_xmit()`: queue the segment on the rtx queue, then
     /// `tcp_event_new_data_sent()` (RTO), `tcp_event_data_sent()` (ping-pong detection),
     /// `tcp_cwnd_validate()` and the loss probe; RDB may put older bytes in front.
     #[allow(clippy::too_many_arguments)]
-    fn send_new_segment(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, len: u32, with_fin: bool, unsent: u32, probe: bool) -> Transmit {
+    fn send_new_segment(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, len: u32, with_fin: bool, psh: (bool, bool), probe: bool, piece: u32) -> Transmit {
+        // psh: (on the wire, stored with the segment for its retransmissions)
+        let (psh, stored_psh) = psh;
         if self.in_flight() == 0 {
             self.ca_event(cfg, now, CaEvent::TxStart);
         }
@@ -465,7 +646,7 @@ impl Conn {
         // RDB: the packet may start earlier than the new segment (never with a FIN)
         let rdb_start = if with_fin { seq } else { self.rdb_bundle_start(cfg, seq, len) };
         let prior_packets = self.rtx.packets_out;
-        self.rtx.push(TxSeg { seq, end, fin: with_fin, sacked: 0, xmit: edt, rdb_start, tx });
+        self.rtx.push(TxSeg { seq, end, fin: with_fin, sacked: 0, xmit: edt, rdb_start, tx, piece, psh: stored_psh });
         self.snd_nxt = end;
         if with_fin {
             self.fin_sent = true;
@@ -497,7 +678,7 @@ impl Conn {
         if with_fin {
             fl |= flags::FIN;
         }
-        if len > 0 && len == unsent {
+        if psh {
             fl |= flags::PSH;
         }
         let bundled = seq.dist(rdb_start);
@@ -535,6 +716,10 @@ impl Conn {
             if cfg.tcp_slow_start_after_idle && now.saturating_since(self.snd_cwnd_stamp) >= self.rtt.rto {
                 self.cwnd_application_limited(cfg, now);
             }
+            // starved by a full send buffer: all written data sent, the writer blocked
+            if !self.has_unsent() && self.write_blocked && matches!(self.state, TcpState::Established | TcpState::CloseWait) {
+                self.chrono.start(jiffies(cfg, now), ChronoType::SndbufLimited);
+            }
         }
     }
 
@@ -550,6 +735,17 @@ impl Conn {
             self.snd_cwnd_used = 0;
         }
         self.snd_cwnd_stamp = now;
+    }
+
+    /// `tcp_slow_start_after_idle_check()`: nothing in flight and no data sent for an
+    /// RTO: restart the cwnd.
+    pub(super) fn slow_start_after_idle_check(&mut self, cfg: &TcpConfig, now: Instant) {
+        if self.rtx.packets_out == 0 && cfg.tcp_slow_start_after_idle {
+            let idle = now.saturating_since(self.lsndtime);
+            if idle > self.rtt.rto {
+                self.cwnd_restart(cfg, now, idle);
+            }
+        }
     }
 
     /// `tcp_cwnd_restart()`: RFC 2861 — halve cwnd per RTO of idleness, not below IW.

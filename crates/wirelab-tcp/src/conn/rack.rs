@@ -212,6 +212,8 @@ mod test {
                 xmit: t,
                 rdb_start: SeqNumber(i * 100),
                 tx: Default::default(),
+                piece: 0,
+                psh: false,
             });
         }
         let mut r = Rack::new(SeqNumber(0));

@@ -201,6 +201,8 @@ mod test {
             xmit: t,
             rdb_start: SeqNumber(i * 1000),
             tx: r.skb_sent(t, packets_out),
+            piece: 0,
+            psh: false,
         }
     }
 

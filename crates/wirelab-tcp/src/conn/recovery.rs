@@ -374,13 +374,18 @@ impl Conn {
         self.rate.delivered += self.rtx.sacked_out.saturating_sub(prior);
     }
 
-    /// `tcp_remove_reno_sacks()` for a cumulative ACK of `acked` packets.
-    pub(super) fn remove_reno_sacks(&mut self, acked: u32) {
+    /// `tcp_remove_reno_sacks()` for a cumulative ACK of `acked` packets, with
+    /// `sacked_out` as it was before the ACK: one packet filled the hole, the others
+    /// were already counted as delivered by their duplicate ACKs (`tcp_add_reno_sack()`),
+    /// so `tcp_count_delivered()` gets max(acked - sacked_out, 1) — not one per packet,
+    /// which is why the rtx-queue walk leaves the count to this function without SACK.
+    pub(super) fn remove_reno_sacks(&mut self, acked: u32, sacked_out: u32, ece: bool) {
         if acked > 0 {
-            if acked > self.rtx.sacked_out {
+            self.rate.count_delivered(acked.saturating_sub(sacked_out).max(1), ece);
+            if acked > sacked_out {
                 self.rtx.sacked_out = 0;
             } else {
-                self.rtx.sacked_out -= acked - 1;
+                self.rtx.sacked_out = sacked_out - (acked - 1);
             }
         }
     }

@@ -32,6 +32,10 @@ pub(crate) struct TxSeg {
     pub rdb_start: SeqNumber,
     /// tcp_rate.c per-skb state (`TCP_SKB_CB(skb)->tx`).
     pub tx: TxRate,
+    /// The TSO packet (piece of an skb) this segment was last sent in (`tso::Piece::id`).
+    pub piece: u32,
+    /// The segment ends an skb that carries PSH (`TCP_SKB_CB(skb)->tcp_flags`).
+    pub psh: bool,
 }
 
 impl TxSeg {
@@ -204,6 +208,29 @@ impl RtxQueue {
         self.q.iter().position(|s| s.sacked & (LOST | SACKED_RETRANS | SACKED_ACKED) == LOST)
     }
 
+    /// Consecutive segments from `k` that are lost, not yet retransmitted, not SACKed and
+    /// sent in the same TSO packet as `k` (one skb of Linux's rtx queue).
+    pub fn lost_run(&self, k: usize) -> u32 {
+        let Some(first) = self.q.get(k) else { return 0 };
+        let mut n = 0;
+        let mut next = first.seq;
+        for s in self.q.iter().skip(k) {
+            if s.piece != first.piece || s.seq != next || s.sacked & (LOST | SACKED_RETRANS | SACKED_ACKED) != LOST {
+                break;
+            }
+            n += 1;
+            next = s.end;
+        }
+        n
+    }
+
+    /// Gives `n` segments from `k` the TSO packet id `piece` (`tcp_fragment()` of an skb).
+    pub fn set_piece(&mut self, k: usize, n: u32, piece: u32) {
+        for s in self.q.iter_mut().skip(k).take(n as usize) {
+            s.piece = piece;
+        }
+    }
+
     /// Marks segment `k` retransmitted now (`tcp_retransmit_skb()`'s bookkeeping).
     pub fn mark_retransmitted(&mut self, k: usize, now: Instant) {
         let m = &mut self.q[k];
@@ -370,6 +397,8 @@ mod test {
                 xmit: t,
                 rdb_start: SeqNumber(i * 100),
                 tx: TxRate { first_tx: t, delivered_mstamp: Some(t), delivered: 0, is_app_limited: false },
+                piece: 0,
+                psh: false,
             });
         }
         rq
@@ -377,6 +406,27 @@ mod test {
 
     fn tag() -> SackTag {
         SackTag { newly: 0, first: None, last: None, reord: SeqNumber(1000), orig_sack_acked: false, data_sacked: false }
+    }
+
+    #[test]
+    fn lost_runs_stay_within_one_tso_packet() {
+        let mut rq = q(6);
+        // segments 0..3 went in TSO packet 1, 3..6 in packet 2
+        rq.set_piece(0, 3, 1);
+        rq.set_piece(3, 3, 2);
+        for s in rq.q.iter_mut() {
+            s.sacked = LOST;
+        }
+        rq.q[1].sacked |= SACKED_ACKED;
+        assert_eq!(rq.lost_run(0), 1); // stops at the SACKed segment
+        assert_eq!(rq.lost_run(2), 1); // stops at the packet's end
+        assert_eq!(rq.lost_run(3), 3);
+        rq.mark_retransmitted(4, Instant::from_nanos(1));
+        assert_eq!(rq.lost_run(3), 1); // stops at the retransmitted one
+        // tcp_fragment(): the tail of a packet becomes a packet of its own
+        rq.set_piece(5, 1, 3);
+        assert_eq!(rq.lost_run(5), 1);
+        assert_eq!(rq.lost_run(9), 0);
     }
 
     #[test]

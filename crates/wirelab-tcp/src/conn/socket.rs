@@ -12,8 +12,9 @@ use crate::ring::Ring;
 use wirelab_core::Instant;
 
 impl Conn {
-    /// `write()`: copies what fits in the send buffer.
-    pub fn send(&mut self, data: &[u8]) -> Result<usize, SockError> {
+    /// `write()` / `sendmsg()` with `MSG_MORE` if `more`: the data is not pushed (no PSH mark, Nagle
+    /// corked for this write's push), as `tcp_push()` does.
+    pub fn send_more(&mut self, cfg: &TcpConfig, now: Instant, data: &[u8], more: bool) -> Result<usize, SockError> {
         if let Some(e) = self.err {
             return Err(e);
         }
@@ -39,7 +40,23 @@ impl Conn {
             self.write_blocked = true;
         }
         if n > 0 {
+            let write_seq = self.write_seq();
+            if self.unsent() == 0 {
+                // tcp_add_write_queue_tail(): the first skb of an empty write queue
+                self.chrono.start(super::timer::jiffies(cfg, now), super::chrono::ChronoType::Busy);
+                // tcp_skb_entail()
+                if cfg.idle_check_at_write {
+                    self.slow_start_after_idle_check(cfg, now);
+                }
+            }
             self.snd_ring.push(&data[..n]);
+            if !cfg.tso {
+                self.wq.more = more;
+            } else {
+                let segs = self.tso_segs(cfg);
+                let goal = super::tso::size_goal(self.mss_cache, self.max_window, segs);
+                self.wq.append(write_seq, n as u32, goal, self.max_window, more);
+            }
         }
         Ok(n)
     }
@@ -88,6 +105,15 @@ impl Conn {
     /// The FIN occupies one sequence number between copied_seq and rcv_nxt once received.
     fn peer_fin_in_window(&self) -> bool {
         self.peer_fin && self.rcv_nxt != self.copied_seq
+    }
+
+    /// `tcp_ioctl()`: (`SIOCINQ` — readable bytes, a received FIN not counted
+    /// (`tcp_inq()`); `SIOCOUTQ` — written but unacknowledged; `SIOCOUTQNSD` — written but
+    /// not sent).
+    pub fn queue_lengths(&self) -> (u32, u32, u32) {
+        let inq = self.rcv_nxt.dist(self.copied_seq) - self.peer_fin_in_window() as u32;
+        let data_end = self.write_seq();
+        (inq, data_end.dist(self.snd_una.min(data_end)), self.unsent())
     }
 
     /// `read()`.
@@ -162,10 +188,10 @@ impl Conn {
         self.orphan = true;
         let unread = self.rcv_nxt.dist(self.copied_seq) > self.peer_fin_in_window() as u32;
         match self.state {
-            TcpState::Closed | TcpState::Listen => self.enter_closed(),
-            TcpState::SynSent => self.enter_closed(),
+            TcpState::Closed | TcpState::Listen => self.enter_closed(now),
+            TcpState::SynSent => self.enter_closed(now),
             _ if unread && (self.synchronized() || self.state == TcpState::SynRecv) => {
-                self.abort(out);
+                self.abort(cfg, now, out);
             }
             TcpState::SynRecv | TcpState::Established | TcpState::CloseWait => {
                 let _ = self.shutdown_write();
@@ -177,20 +203,27 @@ impl Conn {
         }
     }
 
-    /// Sends RST and closes (`tcp_send_active_reset`).
-    pub fn abort(&mut self, out: &mut Out) {
+    /// Sends RST and closes (`tcp_send_active_reset`: an RST|ACK at
+    /// `tcp_acceptable_seq()` built by `tcp_transmit_skb()`, so with the window and the
+    /// timestamp option).
+    pub fn abort(&mut self, cfg: &TcpConfig, now: Instant, out: &mut Out) {
         if matches!(
             self.state,
             TcpState::SynRecv | TcpState::Established | TcpState::FinWait1 | TcpState::FinWait2 | TcpState::CloseWait | TcpState::Closing | TcpState::LastAck
         ) {
-            out.rst.push_back(RstSpec { src: self.local, dst: self.remote, seq: self.snd_nxt, ack: Some(self.rcv_nxt), tos: self.tos });
+            // tcp_acceptable_seq(): snd_nxt, unless the peer's window shrank below it
+            let wnd_end = self.snd_una + self.snd_wnd;
+            let seq = if self.snd_nxt.after(wnd_end) && self.snd_wnd > 0 { wnd_end } else { self.snd_nxt };
+            let window = self.select_window(cfg, now);
+            let ts = self.tstamp_ok.then(|| (self.ts_now(now), self.ts_recent));
+            out.rst.push_back(RstSpec { src: self.local, dst: self.remote, seq, ack: Some(self.rcv_nxt), tos: self.tos, window, ts });
         }
         self.orphan = true;
-        self.enter_closed();
+        self.enter_closed(now);
     }
 
     /// `tcp_done()`: drops queues and timers; the endpoint frees the socket when orphaned.
-    pub fn enter_closed(&mut self) {
+    pub fn enter_closed(&mut self, now: Instant) {
         self.state = TcpState::Closed;
         self.xmit_timer = None;
         self.ack.timer = None;
@@ -200,6 +233,10 @@ impl Conn {
         self.tx_probe = false;
         self.snd_ring = Ring::default();
         self.rtx.clear();
+        self.wq.clear();
+        // tcp_write_queue_purge(): tcp_chrono_stop(TCP_CHRONO_BUSY) with both queues empty
+        let j = ((now.as_nanos() as u128 * self.tp.hz as u128) / 1_000_000_000) as u32; // jiffies()
+        self.chrono.stop(j, super::chrono::ChronoType::Busy, true);
         self.ofo.ranges = Vec::new();
     }
 
@@ -210,6 +247,17 @@ impl Conn {
         let syn_pending = matches!(self.state, TcpState::SynSent | TcpState::SynRecv) && self.tx_syn;
         match opt {
             SockOpt::NoDelay(v) => self.nodelay = *v,
+            SockOpt::UserTimeout(ms) => {
+                self.user_timeout = (*ms > 0).then(|| wirelab_core::Duration::from_millis(*ms as u64));
+            }
+            SockOpt::Cork(v) => {
+                // __tcp_sock_set_cork(): uncorking pushes what is queued, partial segments
+                // included (TCP_NAGLE_PUSH)
+                if self.wq.cork && !*v {
+                    self.wq.push = true;
+                }
+                self.wq.cork = *v;
+            }
             SockOpt::SndBuf(v) => {
                 let v = (*v).min(cfg.wmem_max);
                 self.sndbuf = (v.saturating_mul(2)).max(4608); // SOCK_MIN_SNDBUF
@@ -306,9 +354,18 @@ impl Conn {
         self.rcv_policy = p;
     }
 
-    /// `tcp_get_info()`.
-    pub fn info(&self) -> TcpInfo {
+    /// `tcp_get_info()` at `now` (`None`: the time-based fields — busy, rwnd- and
+    /// sndbuf-limited time — without the running condition's share).
+    pub fn info(&self, now: Option<Instant>) -> TcpInfo {
+        let hz = self.tp.hz;
+        let j = now.map(|t| ((t.as_nanos() as u128 * hz as u128) / 1_000_000_000) as u32);
+        let (busy_time_us, rwnd_limited_us, sndbuf_limited_us) = self.chrono.stats_us(j, hz);
         TcpInfo {
+            advmss: self.advmss,
+            probes: self.probes_out,
+            busy_time_us,
+            rwnd_limited_us,
+            sndbuf_limited_us,
             state: self.state,
             ca_state: self.ca_state,
             cwnd: self.tp.snd_cwnd,

@@ -165,6 +165,8 @@ mod test {
                 xmit: Instant::ZERO,
                 rdb_start,
                 tx: Default::default(),
+                piece: 0,
+                psh: false,
             });
         }
         // an ACK ending exactly at the bundle's end: segment 1 is presumed lost, not 0

@@ -3,6 +3,7 @@
 //! timer (TIME_WAIT, orphaned FIN_WAIT2), plus the jiffy arithmetic kernel timers use.
 use super::{Conn, Out};
 use crate::api::{SockError, TcpState};
+use crate::cc::CaState;
 use crate::config::TcpConfig;
 use wirelab_core::{Duration, Instant, SockEvent};
 
@@ -81,7 +82,9 @@ impl Conn {
                 self.xmit_timer = None;
             }
         } else {
-            let mut rto = self.rtt.rto;
+            // the RTO's own retransmission goes out here, after tcp_retransmit_timer()
+            // ran: its timer is clamped to TCP_USER_TIMEOUT as the kernel's is
+            let mut rto = if self.ca_state == CaState::Loss { self.clamp_rto_to_user_timeout(now) } else { self.rtt.rto };
             if self.xmit_timer_is(EarlyRetrans.bit() | LossProbe.bit() | ReoTimeout.bit()) {
                 if let Some(h) = self.rtx.q.front() {
                     let left = (h.xmit + rto).saturating_since(now);
@@ -114,7 +117,7 @@ impl Conn {
                 self.xmit_timer = None;
                 match kind {
                     XmitTimer::Retrans => self.retransmit_timer(cfg, now, out),
-                    XmitTimer::Probe0 => self.probe_timer(cfg, now),
+                    XmitTimer::Probe0 => self.probe_timer(cfg, now, out),
                     XmitTimer::EarlyRetrans => self.resume_early_retransmit(cfg, now),
                     XmitTimer::LossProbe => self.loss_probe_timer(cfg, now),
                     XmitTimer::ReoTimeout => self.rack_reo_timeout(cfg, now),
@@ -137,16 +140,22 @@ impl Conn {
                             self.notify(out, SockEvent::Closed);
                             self.closed_notified = true;
                         }
-                        self.enter_closed();
+                        self.enter_closed(now);
                     }
                 }
             }
         }
     }
 
-    /// `retransmits_timed_out()` for `tcp_retries2` (time-based, as Linux ≥ 3.x).
+    /// `retransmits_timed_out()` for `tcp_retries2` (time-based, as Linux ≥ 3.x), or
+    /// for `TCP_USER_TIMEOUT` when set.
     fn write_timeout(&self, cfg: &TcpConfig, now: Instant) -> bool {
         let Some(start) = self.retrans_stamp else { return false };
+        // tcp_time_stamp_ms(): whole milliseconds
+        let elapsed_ms = (now.as_nanos() / 1_000_000).saturating_sub(start.as_nanos() / 1_000_000);
+        if let Some(ut) = self.user_timeout {
+            return elapsed_ms >= ut.as_millis();
+        }
         let boundary = cfg.tcp_retries2 as u64;
         let rto_base = cfg.rto_min.as_nanos().max(1);
         let thresh = (cfg.rto_max.as_nanos() / rto_base).max(1);
@@ -156,7 +165,7 @@ impl Conn {
         } else {
             ((2u64 << linear_backoff_thresh) - 1) * rto_base + (boundary - linear_backoff_thresh) * cfg.rto_max.as_nanos()
         };
-        now.saturating_since(start).as_nanos() >= timeout
+        elapsed_ms as u128 * 1_000_000 >= timeout as u128
     }
 
     /// `tcp_retransmit_timer()` for SYN-SENT / SYN-RECV (`tcp_syn_retries`,
@@ -171,7 +180,7 @@ impl Conn {
             }
             self.notify(out, ev);
             self.closed_notified = true;
-            self.enter_closed();
+            self.enter_closed(now);
             return;
         }
         self.retransmits += 1;
@@ -201,7 +210,7 @@ impl Conn {
                 self.notify(out, SockEvent::Reset);
                 self.closed_notified = true;
             }
-            self.enter_closed();
+            self.enter_closed(now);
             return;
         }
         self.enter_loss(cfg, now);
@@ -216,8 +225,28 @@ impl Conn {
         } else {
             self.rtt.double_rto(cfg);
         }
-        let rto = self.rtt.rto;
+        let rto = self.clamp_rto_to_user_timeout(now);
         self.reset_xmit_timer(cfg, now, XmitTimer::Retrans, rto);
+    }
+
+    /// `tcp_clamp_rto_to_user_timeout()`: the RTO, but no later than the user timeout
+    /// (counted from the first retransmission).
+    fn clamp_rto_to_user_timeout(&self, now: Instant) -> Duration {
+        let rto = self.rtt.rto;
+        let (Some(ut), Some(start)) = (self.user_timeout, self.retrans_stamp) else { return rto };
+        let elapsed = Duration::from_millis((now.as_nanos() / 1_000_000).saturating_sub(start.as_nanos() / 1_000_000));
+        if elapsed >= ut {
+            return Duration::from_nanos(1); // passed: fire as soon as possible
+        }
+        rto.min(ut - elapsed)
+    }
+
+    /// `tcp_clamp_probe0_to_user_timeout()`: the probe interval `when`, but no later than
+    /// the user timeout (counted from the probe timer's first run; at least 2 jiffies).
+    pub(super) fn clamp_probe0_to_user_timeout(&self, cfg: &TcpConfig, now: Instant, when: Duration) -> Duration {
+        let (Some(ut), Some(start)) = (self.user_timeout, self.probes_tstamp) else { return when };
+        let remaining = ut.saturating_sub(now.saturating_since(start)).max(cfg.jiffy() * 2);
+        remaining.min(when)
     }
 
     /// `tcp_send_loss_probe()` (timer side): re-arm the RTO and let the next transmit
@@ -231,11 +260,31 @@ impl Conn {
         self.tlp.pending = true;
     }
 
-    /// `tcp_probe_timer()`: zero-window probe.
-    fn probe_timer(&mut self, cfg: &TcpConfig, now: Instant) {
+    /// `tcp_probe_timer()`: zero-window probe; gives up after `tcp_retries2` unanswered
+    /// probes, or once `TCP_USER_TIMEOUT` has passed since probing started even if the
+    /// peer answers (`icsk_probes_tstamp`).
+    fn probe_timer(&mut self, cfg: &TcpConfig, now: Instant, out: &mut Out) {
         if self.rtx.packets_out > 0 || !self.has_unsent() {
             self.probes_out = 0;
+            self.probes_tstamp = None;
             self.rtt.backoff = 0;
+            return;
+        }
+        let expired = match self.probes_tstamp {
+            None => {
+                self.probes_tstamp = Some(now);
+                false
+            }
+            Some(start) => self.user_timeout.is_some_and(|ut| now.saturating_since(start) >= ut),
+        };
+        if expired || self.probes_out >= cfg.tcp_retries2 {
+            // tcp_write_err()
+            self.err = Some(SockError::TimedOut);
+            if !self.closed_notified {
+                self.notify(out, SockEvent::Reset);
+                self.closed_notified = true;
+            }
+            self.enter_closed(now);
             return;
         }
         // tcp_send_probe0() -> tcp_write_wakeup(): data if any window is left (cut to
@@ -243,6 +292,7 @@ impl Conn {
         if (self.snd_una + self.snd_wnd).after(self.snd_nxt) {
             self.tx_wakeup = true;
             self.probes_out = 0;
+            self.probes_tstamp = None;
             self.rtt.backoff = 0;
             return;
         }
@@ -250,6 +300,7 @@ impl Conn {
         self.probes_out += 1;
         self.rtt.backoff += 1;
         let d = self.rtt.probe0_when(cfg);
+        let d = self.clamp_probe0_to_user_timeout(cfg, now, d);
         self.reset_xmit_timer(cfg, now, XmitTimer::Probe0, d);
     }
 }

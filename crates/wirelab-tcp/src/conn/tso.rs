@@ -1,0 +1,313 @@
+//! TSO/GSO sizing and the write queue's skbs (`tcp.c`, `tcp_output.c`).
+//!
+//! The engine still emits MSS-sized segments, but it groups them as Linux groups data:
+//!
+//! * `tcp_sendmsg_locked()` copies a write into `skb`s of at most `size_goal` bytes
+//!   (`tcp_xmit_size_goal()`), appending to the unsent tail skb while it has room, and
+//!   `tcp_push()` / `forced_push()` mark the tail skb with PSH (`tcp_mark_push()`);
+//!   `MSG_MORE` and `TCP_CORK` skip the mark and cork Nagle.
+//! * `tcp_write_xmit()` sends the head skb in pieces of at most
+//!   `min(tcp_cwnd_test(), tcp_tso_segs())` segments (`tcp_mss_split_point()`,
+//!   `tso_fragment()`), where `tcp_tso_segs()` is `tcp_tso_autosize()` of the pacing rate
+//!   (`sk_pacing_rate`, the one `tcp_update_pacing_rate()` in `cong.rs` or a module such
+//!   as BBR sets) with `tcp_min_tso_segs`, and may defer a small piece
+//!   (`tcp_tso_should_defer()`, `tcp_tso_win_divisor`).
+//!
+//! One such piece is a TSO packet; the engine sends it as its segments, as GSO would
+//! (PSH only on the last one). Linux 6.18 sends a piece of two or more segments with PSH
+//! (seen on the kernel here: every multi-segment TSO packet of a bulk write carries PSH,
+//! while a one-segment piece carries it only if it ends a pushed skb); the piece split
+//! off in front by `tso_fragment()`/`tcp_fragment()` keeps no stored PSH.
+use crate::wire::SeqNumber;
+use std::collections::VecDeque;
+use wirelab_core::{Duration, Instant};
+
+/// `sk_gso_max_size` of a tun (and most) devices: `GSO_LEGACY_MAX_SIZE`.
+pub(super) const GSO_MAX_SIZE: u32 = 65536;
+/// `MAX_TCP_HEADER` on x86-64 (128 + `MAX_HEADER`), subtracted in `tcp_xmit_size_goal()`.
+const MAX_TCP_HEADER: u32 = 320;
+/// `sk_pacing_shift` default (`tcp_init_sock()`): TSO packets of about 1 ms of data.
+const PACING_SHIFT: u32 = 10;
+/// `tcp_tso_rtt_log` default: for min_rtt below 2^9 µs, add up to a full GSO packet.
+const TSO_RTT_LOG: u32 = 9;
+/// `tcp_max_tso_deferred_mss()` without a win_divisor.
+const MAX_TSO_DEFERRED_MSS: u32 = 3;
+
+/// One skb of unsent data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Skb {
+    pub start: SeqNumber,
+    pub end: SeqNumber,
+    /// `TCPHDR_PSH` in `TCP_SKB_CB(skb)->tcp_flags`.
+    pub psh: bool,
+}
+
+/// The piece of the head skb being sent (the part `tso_fragment()` split off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Piece {
+    pub id: u32,
+    pub end: SeqNumber,
+    pub segs: u32,
+    /// The piece ends its skb, which carries PSH.
+    pub psh_end: bool,
+}
+
+/// The write queue as skbs, the piece in transmission, and the TSO sizing state.
+#[derive(Debug)]
+pub(crate) struct WriteQueue {
+    skbs: VecDeque<Skb>,
+    /// `tp->pushed_seq`.
+    pushed_seq: SeqNumber,
+    /// The piece being sent, segment by segment.
+    pub piece: Option<Piece>,
+    next_id: u32,
+    /// `tp->tcp_wstamp_ns`: the last transmission.
+    pub last_xmit: Option<Instant>,
+    /// `TCP_CORK` (`TCP_NAGLE_CORK` in `tp->nonagle`).
+    pub cork: bool,
+    /// The last write had `MSG_MORE`: its push corks Nagle (until the transmit round ends).
+    pub more: bool,
+    /// Uncorking pushes once (`TCP_NAGLE_PUSH`): Nagle lets a partial segment go.
+    pub push: bool,
+    /// A retransmission of several segments in progress: (end of its last, segments).
+    pub rtx_piece: Option<(SeqNumber, u32)>,
+}
+
+impl WriteQueue {
+    pub fn new(iss: SeqNumber) -> Self {
+        WriteQueue {
+            skbs: VecDeque::new(),
+            pushed_seq: iss,
+            piece: None,
+            next_id: 1,
+            last_xmit: None,
+            cork: false,
+            more: false,
+            push: false,
+            rtx_piece: None,
+        }
+    }
+
+    /// A fresh piece id.
+    pub fn new_id(&mut self) -> u32 {
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        self.next_id
+    }
+
+    /// `tcp_sendmsg_locked()` + `tcp_push()`: `n` bytes written at `write_seq`. skbs grow
+    /// to `size_goal`; a full skb is pushed (PSH) if `forced_push()`; the tail is pushed at
+    /// the end unless `more` (`MSG_MORE`) or `TCP_CORK`.
+    pub fn append(&mut self, write_seq: SeqNumber, n: u32, size_goal: u32, max_window: u32, more: bool) {
+        let mut pos = write_seq;
+        let end = write_seq + n;
+        let goal = size_goal.max(1);
+        while pos.before(end) {
+            let room = match self.skbs.back() {
+                Some(t) if t.end == pos && t.end.diff(t.start) < goal as i32 => goal - t.end.diff(t.start) as u32,
+                _ => {
+                    self.skbs.push_back(Skb { start: pos, end: pos, psh: false });
+                    goal
+                }
+            };
+            let take = room.min(end.dist(pos));
+            let t = self.skbs.back_mut().expect("just ensured");
+            t.end = t.end + take;
+            pos = pos + take;
+            let full = t.end.diff(t.start) as u32 >= goal;
+            // forced_push(): more than half the largest window written since the last push
+            if full && pos.after(self.pushed_seq + (max_window >> 1)) {
+                t.psh = true;
+                self.pushed_seq = pos;
+            }
+        }
+        // tcp_push(): MSG_MORE skips the mark (TCP_CORK does not) and corks this push
+        self.more = more;
+        if n > 0 && !more {
+            if let Some(t) = self.skbs.back_mut() {
+                t.psh = true; // tcp_mark_push()
+            }
+            self.pushed_seq = end;
+        }
+    }
+
+    /// `tcp_send_head()`: the first unsent skb.
+    pub fn head(&self) -> Option<Skb> {
+        self.skbs.front().copied()
+    }
+
+    /// True if `s` is the last skb (`tcp_skb_is_last()`).
+    pub fn is_tail(&self, s: &Skb) -> bool {
+        self.skbs.back().is_some_and(|t| t.start == s.start)
+    }
+
+    /// Data up to `upto` left the write queue.
+    pub fn sent(&mut self, upto: SeqNumber) {
+        while let Some(h) = self.skbs.front_mut() {
+            if !h.end.after(upto) {
+                self.skbs.pop_front();
+            } else {
+                if upto.after(h.start) {
+                    h.start = upto;
+                }
+                break;
+            }
+        }
+    }
+
+    /// Forgets everything queued (abort, close).
+    pub fn clear(&mut self) {
+        self.skbs.clear();
+        self.piece = None;
+        self.rtx_piece = None;
+    }
+}
+
+/// `tcp_xmit_size_goal()`: the largest skb a write builds. On the kernel here (6.18) a
+/// write's skbs hold one TSO packet's worth (`tso_segs` segments, as `tcp_tso_autosize()`
+/// sizes them): forced pushes in bulk writes fall on those boundaries. Never more than
+/// half the largest window seen (`tcp_bound_to_half_wnd()`) or a GSO packet.
+pub(crate) fn size_goal(mss: u32, max_window: u32, tso_segs: u32) -> u32 {
+    let mut goal = (GSO_MAX_SIZE - 1 - MAX_TCP_HEADER).min(tso_segs.max(1).saturating_mul(mss));
+    let cutoff = if max_window > 536 { max_window >> 1 } else { max_window };
+    if cutoff > 0 && goal > cutoff {
+        goal = cutoff.max(68);
+    }
+    (goal / mss.max(1)).max(1) * mss.max(1)
+}
+
+/// `tcp_tso_autosize()` + `tcp_tso_segs()`: segments per TSO packet, about 1 ms of the
+/// pacing rate (plus a share of a full packet on sub-ms paths), at least `min_tso_segs`.
+pub(crate) fn tso_segs(pacing_rate: u64, mss: u32, min_rtt_us: u32, min_tso_segs: u32) -> u32 {
+    let mut bytes = pacing_rate >> PACING_SHIFT;
+    let r = min_rtt_us >> TSO_RTT_LOG;
+    if r < 32 {
+        bytes += (GSO_MAX_SIZE >> r) as u64;
+    }
+    let bytes = bytes.min(GSO_MAX_SIZE as u64) as u32;
+    (bytes / mss.max(1)).max(min_tso_segs).max(1)
+}
+
+/// `tcp_nagle_check()`: hold a partial segment?
+pub(crate) fn nagle_check(partial: bool, corked: bool, nodelay: bool, packets_out: u32, minshall: bool) -> bool {
+    partial && (corked || (!nodelay && packets_out > 0 && minshall))
+}
+
+/// Inputs of `tcp_tso_should_defer()`.
+pub(crate) struct DeferCtx {
+    pub in_recovery: bool,
+    pub since_last_xmit: Option<Duration>,
+    pub send_win: u32,
+    pub cong_win: u32,
+    pub max_segs: u32,
+    pub mss: u32,
+    pub skb_len: u32,
+    pub skb_is_tail: bool,
+    pub snd_wnd: u32,
+    pub cwnd: u32,
+    pub win_divisor: u32,
+    /// Time since the oldest unacknowledged segment was sent (None: nothing out).
+    pub head_age: Option<Duration>,
+    pub srtt_us: u32,
+    pub fin: bool,
+}
+
+/// `tcp_tso_should_defer()`: wait for more ACKs rather than send a small TSO packet.
+pub(crate) fn should_defer(c: &DeferCtx) -> bool {
+    if c.in_recovery {
+        return false;
+    }
+    // defer only if the last transmission was recent (1 ms)
+    if c.since_last_xmit.is_none_or(|d| d > Duration::from_millis(1)) {
+        return false;
+    }
+    let limit = c.send_win.min(c.cong_win);
+    if limit >= c.max_segs * c.mss {
+        return false;
+    }
+    if !c.skb_is_tail && limit >= c.skb_len {
+        return false;
+    }
+    if let Some(chunk) = c.snd_wnd.min(c.cwnd.saturating_mul(c.mss)).checked_div(c.win_divisor) {
+        if limit >= chunk {
+            return false;
+        }
+    } else if limit > MAX_TSO_DEFERRED_MSS * c.mss {
+        return false;
+    }
+    let Some(age) = c.head_age else { return false };
+    // if the next ACK is likely to come too late (half an srtt), do not defer
+    if age.as_micros() < (c.srtt_us / 2) as u64 {
+        return false;
+    }
+    !c.fin
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_become_pushed_skbs() {
+        let mut w = WriteQueue::new(SeqNumber(0));
+        assert_eq!(size_goal(1000, 32896, 2), 2000);
+        assert_eq!(size_goal(1000, 32896, 65), 16000);
+        assert_eq!(size_goal(1460, 0, 65), 64240);
+        // two 3000-byte writes, size_goal 16000: one skb, pushed at each write's end
+        w.append(SeqNumber(1), 3000, 16000, 40960, false);
+        w.append(SeqNumber(3001), 3000, 16000, 40960, false);
+        assert_eq!(w.head(), Some(Skb { start: SeqNumber(1), end: SeqNumber(6001), psh: true }));
+        // MSG_MORE: no mark
+        let mut m = WriteQueue::new(SeqNumber(0));
+        m.append(SeqNumber(1), 40, 16000, 40960, true);
+        assert!(!m.head().unwrap().psh);
+        assert!(m.more);
+        // a 40000-byte write with size_goal 16000: three skbs; forced push once more than
+        // half the window (20480) was written since the last push
+        let mut b = WriteQueue::new(SeqNumber(0));
+        b.append(SeqNumber(1), 40000, 16000, 40960, false);
+        let v: Vec<Skb> = b.skbs.iter().copied().collect();
+        assert_eq!(v.len(), 3);
+        assert_eq!((v[0].end, v[0].psh), (SeqNumber(16001), false));
+        assert_eq!((v[1].end, v[1].psh), (SeqNumber(32001), true));
+        assert_eq!((v[2].end, v[2].psh), (SeqNumber(40001), true));
+        b.sent(SeqNumber(20001));
+        assert_eq!(b.head().unwrap().start, SeqNumber(20001));
+    }
+
+    #[test]
+    fn autosize_is_a_millisecond_of_pacing() {
+        // 10 × 1000 B per 100 ms at 200 % (tcp_update_pacing_rate, conn/cong.rs): 200 kB/s
+        // → 195 B per ms → min_tso_segs (2)
+        let r = 200_000;
+        assert_eq!(tso_segs(r, 1000, 100_000, 2), 2);
+        assert_eq!(tso_segs(r, 1000, 100_000, 10), 10);
+        // 1 ms paths get a share of a full GSO packet (65536 >> 1 at 1000 µs)
+        assert_eq!(tso_segs(r, 1000, 1000, 2), 32);
+        assert_eq!(tso_segs(u64::MAX, 1000, u32::MAX, 2), 65);
+    }
+
+    #[test]
+    fn deferral() {
+        let base = DeferCtx {
+            in_recovery: false,
+            since_last_xmit: Some(Duration::ZERO),
+            send_win: 40000,
+            cong_win: 1000,
+            max_segs: 2,
+            mss: 1000,
+            skb_len: 5000,
+            skb_is_tail: true,
+            snd_wnd: 40000,
+            cwnd: 10,
+            win_divisor: 3,
+            head_age: Some(Duration::from_millis(60)),
+            srtt_us: 100_000,
+            fin: false,
+        };
+        assert!(should_defer(&base));
+        assert!(!should_defer(&DeferCtx { win_divisor: 100, ..base }));
+        assert!(!should_defer(&DeferCtx { head_age: Some(Duration::from_millis(10)), ..base }));
+        assert!(!should_defer(&DeferCtx { since_last_xmit: Some(Duration::from_millis(5)), ..base }));
+        assert!(!should_defer(&DeferCtx { cong_win: 2000, ..base }));
+    }
+}
