@@ -683,12 +683,10 @@ fn bps(bytes: u64, ns: i64) -> f64 {
     }
 }
 
-/// Analyses decoded captures: the sender-side capture and optionally one taken at the
-/// receiver on the same clock (wirelab's captures share the simulation clock; for real
-/// captures, synchronise hosts or application delays shift by the clock offset).
-pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &AnalyzeOptions) -> Analysis {
-    let t0 = sender.packets.iter().map(|p| p.ts_ns).min().unwrap_or(0);
-    let cx = Ctx { t0, interval: opts.interval.as_nanos().clamp(1, i64::MAX as u64) };
+/// Replays the captures through per-direction state: every packet of the sender-side
+/// capture as sent (and, with the ACK flag, as an ACK of the reverse direction), then every
+/// packet of the receiver-side capture as received.
+fn replay(sender: &Loaded, receiver: Option<&Loaded>, cx: &Ctx) -> BTreeMap<FlowKey, Dir> {
     let mut dirs: BTreeMap<FlowKey, Dir> = BTreeMap::new();
     // Per connection (lower endpoint first): the latest SYN (without ACK) and the
     // handshake RTT as tshark's `ts_first_rtt`: first pure ACK minus that SYN's time.
@@ -702,10 +700,10 @@ pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &Analyze
             _ => {}
         }
         let ooo_thres = c.1.filter(|&r| r > 0).unwrap_or(DEFAULT_OOO_THRES_NS);
-        dirs.entry(k).or_insert_with(|| Dir::new(&p.seg)).on_send(&cx, p, ooo_thres);
+        dirs.entry(k).or_insert_with(|| Dir::new(&p.seg)).on_send(cx, p, ooo_thres);
         if p.seg.has(flags::ACK) {
             if let Some(d) = dirs.get_mut(&k.reversed()) {
-                d.on_ack(&cx, p);
+                d.on_ack(cx, p);
             }
         }
     }
@@ -713,10 +711,20 @@ pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &Analyze
         for p in &rcv.packets {
             if let Some(d) = dirs.get_mut(&FlowKey::of(&p.seg)) {
                 let base = d.seq_uw.base;
-                d.on_receive(&cx, p, base);
+                d.on_receive(cx, p, base);
             }
         }
     }
+    dirs
+}
+
+/// Analyses decoded captures: the sender-side capture and optionally one taken at the
+/// receiver on the same clock (wirelab's captures share the simulation clock; for real
+/// captures, synchronise hosts or application delays shift by the clock offset).
+pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &AnalyzeOptions) -> Analysis {
+    let t0 = sender.packets.iter().map(|p| p.ts_ns).min().unwrap_or(0);
+    let cx = Ctx { t0, interval: opts.interval.as_nanos().clamp(1, i64::MAX as u64) };
+    let mut dirs = replay(sender, receiver, &cx);
     let has_rx = receiver.is_some();
     let mut a = Analysis {
         t0_ns: t0,
@@ -871,6 +879,14 @@ pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &Analyze
             jain_throughput: jain(&t),
         });
     }
+    (a.classes, a.jain_classes) = class_summaries(opts, by_class);
+    a
+}
+
+/// Per traffic class: goodput sum and mean, Jain's index within the class, ACK latency
+/// percentiles and the estimated loss; and Jain's index over the classes' mean goodputs.
+fn class_summaries(opts: &AnalyzeOptions, by_class: Vec<(Vec<f64>, Vec<i64>, u64, u64)>) -> (Vec<ClassSummary>, Option<f64>) {
+    let mut classes = Vec::new();
     let mut means = Vec::new();
     for (c, (g, mut lat, data, retx)) in opts.classes.iter().zip(by_class) {
         lat.sort_unstable();
@@ -880,7 +896,7 @@ pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &Analyze
         if !g.is_empty() {
             means.push(mean);
         }
-        a.classes.push(ClassSummary {
+        classes.push(ClassSummary {
             name: c.name.clone(),
             flows: g.len() as u64,
             goodput_sum_bps: sum,
@@ -890,8 +906,7 @@ pub fn analyze_loaded(sender: &Loaded, receiver: Option<&Loaded>, opts: &Analyze
             est_loss: ratio(retx, data),
         });
     }
-    a.jain_classes = jain(&means);
-    a
+    (classes, jain(&means))
 }
 
 fn ratio(n: u64, d: u64) -> f64 {
