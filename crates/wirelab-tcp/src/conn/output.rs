@@ -505,7 +505,8 @@ impl Conn {
             }
             return None;
         }
-        let psh = len > 0 && len == unsent;
+        // tcp_write_wakeup() marks its probe TCPHDR_PSH whatever it splits off
+        let psh = len > 0 && (len == unsent || wakeup);
         Some(self.send_new_segment(cfg, now, buf, len, with_fin, (psh, psh), probe, 0))
     }
 
