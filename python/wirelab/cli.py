@@ -94,10 +94,15 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--duration", type=float, default=10.0, help="Simulated seconds per case.")
     b.add_argument("--json", help="Write the table as JSON here too.")
     b.add_argument("--udp", action="store_true", help="UDP CBR sources instead of TCP bulk flows.")
+    b.add_argument("--repeat", type=int, default=1, help="Runs per case; the one with the median CPU time is reported.")
+    b.add_argument("--mix", action="store_true",
+                   help="Web-like workload instead of the dumbbell: --flows short flows with heavy-tailed sizes "
+                        "plus 4 long flows on a 5-router parking lot.")
     b.add_argument("--cc", default="cubic", help="Congestion control of every TCP host (reno, cubic, bbr, dctcp, vegas).")
     b.add_argument("--qdisc", help="Bottleneck qdisc in tc syntax (default: a one-BDP pfifo; "
                                     "for dctcp an ECN-marking RED at K = max(20, BDP/7) packets).")
-    b.set_defaults(fn=lambda a: _wirelab.cli_bench(a.flows, a.rate, a.duration, a.json, a.udp, a.cc, a.qdisc))
+    b.set_defaults(fn=lambda a: _wirelab.cli_bench(a.flows, a.rate, a.duration, a.json, a.udp, a.repeat, a.mix,
+                                                   a.cc, a.qdisc))
     return p
 
 

@@ -188,11 +188,11 @@ fn cli_shim_matches(results: PathBuf) -> i32 {
 
 /// `wirelab bench`.
 #[pyfunction]
-#[pyo3(signature = (flows, rate, duration, json=None, udp=false, cc="cubic".to_string(), qdisc=None))]
+#[pyo3(signature = (flows, rate, duration, json=None, udp=false, repeat=1, mix=false, cc="cubic".to_string(), qdisc=None))]
 #[allow(clippy::too_many_arguments)]
-fn cli_bench(py: Python<'_>, flows: Vec<u32>, rate: String, duration: f64, json: Option<PathBuf>, udp: bool, cc: String, qdisc: Option<String>) -> i32 {
+fn cli_bench(py: Python<'_>, flows: Vec<u32>, rate: String, duration: f64, json: Option<PathBuf>, udp: bool, repeat: u32, mix: bool, cc: String, qdisc: Option<String>) -> i32 {
     let load = wirelab_run::bench::BenchLoad { udp, cc, qdisc };
-    py.detach(move || wirelab_run::bench::bench(&flows, &rate, duration, &load, json.as_deref()))
+    py.detach(move || wirelab_run::bench::bench(&wirelab_run::bench::BenchOptions { flows, rate, duration_s: duration, load, repeat, mix, json }))
 }
 
 /// `wirelab packetdrill`.
