@@ -46,7 +46,9 @@ def main():
     for f in files:
         for r in json.load(open(f)):
             # our own scripts (crates/wirelab-packetdrill/scripts) are listed as own/NAME
-            key = 'own/' + os.path.basename(r['path']) if 'wirelab-packetdrill/scripts/' in r['path'] else r['rel']
+            # and so are the TCP engine's ECN scripts (crates/wirelab-tcp/tests/packetdrill)
+            own = 'wirelab-packetdrill/scripts/' in r['path'] or 'wirelab-tcp/tests/packetdrill/' in r['path']
+            key = 'own/' + os.path.basename(r['path']) if own else r['rel']
             e = merged.setdefault(key, {'path': key, 'rc': [], 'first_failure': ''})
             e['rc'].append(r['rc'])
             if r['rc'] != 0 and not e['first_failure']:

@@ -18,6 +18,11 @@ pub trait HostSockets {
     fn accept(&mut self, listener: SocketId) -> Option<SocketId>;
     /// `write()`.
     fn send(&mut self, now: Instant, s: SocketId, data: &[u8]) -> Result<usize, SockError>;
+    /// `write()` of a `'static` slice; the engine may queue it by reference instead of
+    /// copying it (the bytes on the wire are the same).
+    fn send_static(&mut self, now: Instant, s: SocketId, data: &'static [u8]) -> Result<usize, SockError> {
+        self.send(now, s, data)
+    }
     /// `read()`.
     fn recv(&mut self, now: Instant, s: SocketId, buf: &mut [u8]) -> Result<usize, SockError>;
     /// Reads and discards up to `max` bytes.

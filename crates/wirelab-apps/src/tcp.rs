@@ -373,7 +373,7 @@ impl TcpBulk {
                 return;
             }
             let n = (self.cfg.write_size as u64).min(rem).min(PATTERN.len() as u64) as usize;
-            match ctx.sockets.send(ctx.now, s, &PATTERN[..n]) {
+            match ctx.sockets.send_static(ctx.now, s, &PATTERN[..n]) {
                 Ok(0) => return, // send buffer full: wait for Writable
                 Ok(k) => {
                     let st = &mut self.state;
@@ -468,6 +468,9 @@ pub struct TcpServer {
     pub listener: Option<SocketId>,
     /// Connections in accept order.
     pub conns: Vec<ServerConn>,
+    /// Index into `conns` by socket: a server of many short flows (`wirelab bench --mix`
+    /// gives each host thousands) finds a connection without scanning them all.
+    by_sock: std::collections::HashMap<SocketId, usize>,
     /// Read budget carried between rate-limited reads (bytes).
     pub budget: f64,
     /// Time of the last rate-limited read.
@@ -482,7 +485,7 @@ const READ_TICK: Duration = Duration::from_millis(10);
 impl TcpServer {
     /// A server that has not started listening yet.
     pub fn new(cfg: TcpServerConfig) -> Self {
-        TcpServer { cfg, listener: None, conns: Vec::new(), budget: 0.0, last_read: None, error: None }
+        TcpServer { cfg, listener: None, conns: Vec::new(), by_sock: Default::default(), budget: 0.0, last_read: None, error: None }
     }
 
     /// Starts listening (called at time zero).
@@ -502,8 +505,7 @@ impl TcpServer {
     }
 
     fn conn_idx(&self, s: SocketId) -> Option<usize> {
-        // connections are few per server except in sweeps; search from the newest
-        self.conns.iter().rposition(|c| c.sock == s)
+        self.by_sock.get(&s).copied()
     }
 
     /// Handles one input; returns the next timer to arm.
@@ -536,6 +538,9 @@ impl TcpServer {
                         while let Some(c) = ctx.sockets.accept(s) {
                             ctx.sockets.own_stream(c, ctx.app);
                             let addrs = ctx.sockets.addrs(c);
+                            // a reused socket id maps to its newest connection, as the
+                            // scan from the newest did
+                            self.by_sock.insert(c, self.conns.len());
                             self.conns.push(ServerConn {
                                 sock: c,
                                 peer: addrs.map(|(_, r)| r),
@@ -647,7 +652,7 @@ impl TcpServer {
                     if c.exchange_left == 0 {
                         if let Some((rounds, size)) = c.exchange {
                             // reply, then expect the next round's message
-                            let _ = ctx.sockets.send(ctx.now, s, &PATTERN[..size as usize]);
+                            let _ = ctx.sockets.send_static(ctx.now, s, &PATTERN[..size as usize]);
                             c.tx_bytes += size as u64;
                             let left = rounds.saturating_sub(1);
                             c.exchange = Some((left, size));
@@ -678,7 +683,7 @@ impl TcpServer {
         let c = &mut self.conns[i];
         while c.echo_backlog > 0 {
             let n = c.echo_backlog.min(PATTERN.len() as u64) as usize;
-            match ctx.sockets.send(ctx.now, c.sock, &PATTERN[..n]) {
+            match ctx.sockets.send_static(ctx.now, c.sock, &PATTERN[..n]) {
                 Ok(0) | Err(_) => return,
                 Ok(k) => {
                     c.echo_backlog -= k as u64;
@@ -795,7 +800,7 @@ impl TcpRr {
     fn request(&mut self, ctx: &mut AppCtx) {
         let Some(s) = self.state.sock else { return };
         let n = (self.cfg.size as usize).min(PATTERN.len());
-        match ctx.sockets.send(ctx.now, s, &PATTERN[..n]) {
+        match ctx.sockets.send_static(ctx.now, s, &PATTERN[..n]) {
             Ok(k) if k > 0 => {
                 self.state.written += k as u64;
                 self.state.pending_reply = k as u64;

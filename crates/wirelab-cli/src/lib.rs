@@ -179,6 +179,13 @@ enum Cmd {
         /// UDP CBR sources instead of TCP bulk flows.
         #[arg(long)]
         udp: bool,
+        /// Runs per case; the one with the median CPU time is reported.
+        #[arg(long, default_value_t = 1)]
+        repeat: u32,
+        /// Web-like workload instead of the dumbbell: `--flows` short flows with
+        /// heavy-tailed sizes plus 4 long flows on a 5-router parking lot.
+        #[arg(long)]
+        mix: bool,
         /// Congestion control of every TCP host (reno, cubic, bbr, dctcp, vegas).
         #[arg(long, default_value = "cubic")]
         cc: String,
@@ -250,8 +257,9 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         },
         Cmd::ShimMatches { results } => wirelab_run::shim_matches_command(&results),
         Cmd::Packetdrill(a) => packetdrill::run(&a),
-        Cmd::Bench { flows, rate, duration, json, udp, cc, qdisc } => {
-            wirelab_run::bench::bench(&flows, &rate, duration, &wirelab_run::bench::BenchLoad { udp, cc, qdisc }, json.as_deref())
+        Cmd::Bench { flows, rate, duration, json, udp, repeat, mix, cc, qdisc } => {
+            let load = wirelab_run::bench::BenchLoad { udp, cc, qdisc };
+            wirelab_run::bench::bench(&wirelab_run::bench::BenchOptions { flows, rate, duration_s: duration, load, repeat, mix, json })
         }
     }
 }

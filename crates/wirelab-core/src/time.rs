@@ -89,6 +89,12 @@ impl Duration {
         if rate_bps == 0 {
             return Duration::ZERO;
         }
+        // u64 arithmetic (a hardware divide, not a 128-bit library call: this runs for
+        // every packet on every link) whenever the product fits, as it does for any frame
+        // below 2.3 GB
+        if let Some(num) = bytes.checked_mul(8_000_000_000) {
+            return Duration(num.div_ceil(rate_bps));
+        }
         let num = bytes as u128 * 8 * 1_000_000_000;
         Duration(num.div_ceil(rate_bps as u128) as u64)
     }
@@ -203,6 +209,10 @@ mod test {
         // 1 B at 3 bit/s = 2.666.. s -> rounded up
         assert_eq!(Duration::transmit_time(1, 3).as_nanos(), 2_666_666_667);
         assert_eq!(Duration::transmit_time(1500, 0), Duration::ZERO);
+        // past the u64 product: the 128-bit path, same rounding
+        assert_eq!(Duration::transmit_time(1 << 40, 8_000_000_000).as_nanos(), 1 << 40);
+        assert_eq!(Duration::transmit_time(3_000_000_001, 10_000_000_000).as_nanos(), 2_400_000_001);
+        assert_eq!(Duration::transmit_time(2_000_000_001, 10_000_000_000).as_nanos(), 1_600_000_001);
     }
     #[test]
     fn arithmetic() {

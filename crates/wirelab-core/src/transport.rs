@@ -45,6 +45,12 @@ pub struct Transmit {
     pub txtime: Instant,
     /// `sk->sk_pacing_rate` in bytes/s, `u64::MAX` for none (`~0UL`).
     pub pacing_rate: u64,
+    /// The datagram's last payload bytes by reference ([`crate::Pkt::tail`]): they follow
+    /// what the engine wrote into the buffer, and the transport checksum covers them.
+    /// Empty unless the engine was asked to pass `'static` payload by reference (the
+    /// simulator does, for `send_static` data); a driver that writes datagrams out appends
+    /// them.
+    pub tail: &'static [u8],
 }
 
 impl Default for Transmit {
@@ -59,6 +65,7 @@ impl Default for Transmit {
             sk: 0,
             txtime: Instant::ZERO,
             pacing_rate: u64::MAX,
+            tail: &[],
         }
     }
 }

@@ -323,7 +323,9 @@ impl LinkDirection {
         }
         // "Randomized packet corruption": one bit of one byte of the datagram.
         let mut corrupted = false;
-        if self.corrupt != 0 && self.corrupt >= self.corrupt_cor.next(&mut self.rng_corrupt) && !pkt.data.is_empty() {
+        if self.corrupt != 0 && self.corrupt >= self.corrupt_cor.next(&mut self.rng_corrupt) && !pkt.is_empty() {
+            // a bit anywhere in the datagram, the tail included
+            pkt.materialize();
             let i = self.rng_corrupt.below(pkt.data.len() as u64) as usize;
             let bit = self.rng_corrupt.below(8);
             pkt.data[i] ^= 1 << bit;

@@ -307,7 +307,6 @@ pub fn apply_sysctl(cfg: &mut TcpConfig, key: &str, value: &str) -> Result<Optio
     let note = |why: &str| Ok(Some(format!("{key}={v}: {why}")));
     match (short, v) {
         ("tcp_fack", "0") => note("FACK was removed in Linux 4.15; wirelab has none"),
-        ("tcp_ecn", "0") => note("ECN off, as wirelab's TCP has it"),
         ("tcp_ecn_option", _) => note("the AccECN option is only used with tcp_ecn=3, which wirelab does not offer"),
         ("tcp_notsent_lowat", "4294967295") => note("no TCP_NOTSENT_LOWAT limit (the default)"),
         ("tcp_fastopen" | "tcp_fastopen_key", _) => note("Fast Open is not modelled; scripts using it fail on their TFO lines"),

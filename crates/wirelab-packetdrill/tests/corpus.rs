@@ -75,18 +75,27 @@ fn check(scripts: &[(String, PathBuf)], exp: &BTreeMap<String, String>) -> Vec<S
     bad
 }
 
+/// The project's own scripts: this crate's (seed mechanisms, TSO, options) and the TCP
+/// engine's ECN scripts (crates/wirelab-tcp/tests/packetdrill), all kernel-checked.
+const OWN_DIRS: &[&str] = &["scripts", "../wirelab-tcp/tests/packetdrill"];
+
 #[test]
 fn own_scripts_end_as_documented() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
-    let mut scripts: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "pkt"))
-        .map(|p| (format!("own/{}", p.file_name().unwrap().to_string_lossy()), p))
-        .collect();
+    let mut scripts: Vec<(String, PathBuf)> = Vec::new();
+    for d in OWN_DIRS {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(d);
+        scripts.extend(
+            std::fs::read_dir(&dir)
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "pkt"))
+                .map(|p| (format!("own/{}", p.file_name().unwrap().to_string_lossy()), p)),
+        );
+    }
     scripts.sort();
+    assert!(scripts.len() >= 17, "only {} own scripts", scripts.len());
     let bad = check(&scripts, &expected());
-    assert!(bad.is_empty(), "our scripts (crates/wirelab-packetdrill/scripts):\n{}", bad.join("\n"));
+    assert!(bad.is_empty(), "our scripts ({}):\n{}", OWN_DIRS.join(", "), bad.join("\n"));
 }
 
 #[test]

@@ -127,7 +127,8 @@ impl Classifier for U32 {
     fn classify(&self, pkt: &Pkt) -> Option<ClassId> {
         for k in &self.keys {
             let o = k.off as usize;
-            let w = pkt.data.get(o..o + 4)?;
+            let mut scratch = [0u8; 8];
+            let w = pkt.get(o..o + 4, &mut scratch)?;
             let word = u32::from_be_bytes([w[0], w[1], w[2], w[3]]);
             if (word ^ k.val) & k.mask != 0 {
                 return None;

@@ -189,7 +189,9 @@ impl NetemQdisc {
             self.x.ecn_marked += 1;
             self.c.drops += 1;
         }
-        if corrupted && !pkt.data.is_empty() {
+        if corrupted && !pkt.is_empty() {
+            // a bit anywhere in the datagram, the tail included
+            pkt.materialize();
             // "Randomized packet corruption": one bit of one byte of the datagram
             let i = self.rng_corrupt.below(pkt.data.len() as u64) as usize;
             let bit = self.rng_corrupt.below(8);

@@ -26,10 +26,21 @@ pub struct BenchRow {
     pub rate: String,
     /// Simulated seconds.
     pub sim_seconds: f64,
-    /// Wall seconds.
+    /// Wall seconds of the event loop (`Sim::run`), the median of the repetitions.
     pub wall_seconds: f64,
+    /// CPU seconds this thread spent in the event loop (Linux `schedstat`; equals the wall
+    /// time on an idle core, and unlike it does not count time other processes ran).
+    pub cpu_seconds: f64,
+    /// Wall seconds to build the scenario (parse, validate, construct the simulation).
+    pub build_seconds: f64,
+    /// Wall seconds to collect the results and drop the simulation.
+    pub teardown_seconds: f64,
     /// Events processed.
     pub events: u64,
+    /// Packets delivered to receivers (TCP: data segments and the handshake/FIN segments).
+    pub delivered: u64,
+    /// Events per delivered packet.
+    pub events_per_delivered: f64,
     /// Events per wall second.
     pub events_per_s: f64,
     /// Simulated seconds per wall second.
@@ -38,6 +49,8 @@ pub struct BenchRow {
     pub delivered_pkts_per_s: f64,
     /// Wall nanoseconds per delivered packet.
     pub ns_per_delivered: f64,
+    /// CPU nanoseconds per delivered packet (the figure to compare on a loaded machine).
+    pub cpu_ns_per_delivered: f64,
     /// Aggregate goodput at the receivers (bit/s).
     pub goodput_bps: f64,
     /// Mean TCP socket memory per flow at the end of the run (bytes, both ends).
@@ -114,6 +127,143 @@ fn start_ns(i: u32, n: u32, per_bps: f64) -> u64 {
     (interval_ns * i as f64 / n as f64) as u64
 }
 
+/// Routers of the `--mix` parking lot, and hosts per router.
+const MIX_ROUTERS: usize = 5;
+const MIX_HOSTS: usize = 4;
+/// Greedy long flows of the `--mix` workload, end to end over the whole chain.
+const MIX_LONG: usize = 4;
+/// Short-flow sizes: bounded Pareto, shape 1.2, 3 kB to 3 MB (mean about 13 kB; most flows
+/// are a few segments, a few carry most bytes, as in web and data-centre traces).
+const MIX_PARETO: (f64, f64, f64) = (1.2, 3_000.0, 3_000_000.0);
+
+/// One short flow's size, a bounded-Pareto draw by inverse transform from `u` in [0, 1).
+fn pareto_size(u: f64) -> u64 {
+    let (a, l, h) = MIX_PARETO;
+    let la = l.powf(a);
+    let ha = h.powf(a);
+    let x = (-(u * ha - u * la - ha) / (ha * la)).powf(-1.0 / a);
+    x.round().clamp(l, h) as u64
+}
+
+/// The `--mix` scenario: a parking lot of 5 routers in a line (1 Gbit/s, 1 ms, pfifo of one
+/// bandwidth-delay product), 4 hosts on each (1 Gbit/s, 50 µs); `n` short flows whose
+/// sizes are heavy-tailed ([`MIX_PARETO`]) between hosts on different routers, arriving
+/// at random over the first 80 % of the run, plus 4 greedy long flows across the whole
+/// chain. Every host runs a `tcp-sink` on port 5001; each short flow is a `tcp-bulk` with
+/// `bytes`. Deterministic: the draws come from a seeded stream.
+pub fn mix_toml(n: u32, duration_s: f64) -> String {
+    use std::fmt::Write as _;
+    let mut rng = wirelab_core::Rng::stream(1, "bench/mix");
+    let mut s = format!("[scenario]\nname = \"bench-mix-{n}\"\nduration = \"{duration_s}s\"\nseed = 1\n\n[measure]\nsample_interval = \"{duration_s}s\"\n\n");
+    let host = |r: usize, j: usize| format!("h{r}x{j}");
+    for r in 0..MIX_ROUTERS {
+        let _ = write!(s, "[[node]]\nname = \"r{r}\"\nkind = \"router\"\n\n");
+        for j in 0..MIX_HOSTS {
+            let _ = write!(s, "[[node]]\nname = \"{}\"\n\n", host(r, j));
+        }
+    }
+    // 1 Gbit/s × 2 ms RTT per hop ≈ 170 frames; the pfifo holds the 4-hop path's BDP
+    for r in 0..MIX_ROUTERS - 1 {
+        let _ = write!(s, "[[link]]\nname = \"core{r}\"\na = {{ node = \"r{r}\", qdisc = \"pfifo limit 700\" }}\nb = {{ node = \"r{}\", qdisc = \"pfifo limit 700\" }}\nnetem = \"rate 1gbit delay 1ms\"\n\n", r + 1);
+    }
+    for r in 0..MIX_ROUTERS {
+        for j in 0..MIX_HOSTS {
+            let _ = write!(s, "[[link]]\na = {{ node = \"{}\" }}\nb = {{ node = \"r{r}\" }}\nnetem = \"rate 1gbit delay 50us\"\n\n", host(r, j));
+            let _ = write!(s, "[[app]]\nkind = \"tcp-sink\"\nnode = \"{}\"\nport = 5001\n\n", host(r, j));
+        }
+    }
+    for k in 0..MIX_LONG {
+        let _ = write!(s, "[[app]]\nkind = \"tcp-bulk\"\nnode = \"{}\"\ndst = \"{}:5001\"\nstart = \"{}us\"\n\n", host(0, k % MIX_HOSTS), host(MIX_ROUTERS - 1, k % MIX_HOSTS), 1000 * k);
+    }
+    let span_ns = duration_s * 0.8 * 1e9;
+    for _ in 0..n {
+        let start = (rng.next_f64() * span_ns) as u64;
+        let src_r = rng.below(MIX_ROUTERS as u64) as usize;
+        let dst_r = (src_r + 1 + rng.below(MIX_ROUTERS as u64 - 1) as usize) % MIX_ROUTERS;
+        let (a, b) = (rng.below(MIX_HOSTS as u64) as usize, rng.below(MIX_HOSTS as u64) as usize);
+        let bytes = pareto_size(rng.next_f64());
+        let _ = write!(s, "[[app]]\nkind = \"tcp-bulk\"\nnode = \"{}\"\ndst = \"{}:5001\"\nbytes = {bytes}\nstart = \"{start}ns\"\n\n", host(src_r, a), host(dst_r, b));
+    }
+    s
+}
+
+/// One `--mix` case's figures.
+#[derive(Serialize, Debug, Clone)]
+pub struct MixRow {
+    /// Short flows.
+    pub short_flows: u32,
+    /// Short flows that completed (all bytes acknowledged, peer's FIN seen).
+    pub completed: u64,
+    /// Simulated seconds.
+    pub sim_seconds: f64,
+    /// Wall seconds of the event loop.
+    pub wall_seconds: f64,
+    /// CPU seconds of the event loop.
+    pub cpu_seconds: f64,
+    /// Wall seconds to build the scenario.
+    pub build_seconds: f64,
+    /// Wall seconds to collect the results and drop the simulation.
+    pub teardown_seconds: f64,
+    /// Events processed.
+    pub events: u64,
+    /// Data segments delivered (bytes received by the sinks / 1448-byte MSS).
+    pub data_segments: u64,
+    /// Events per delivered data segment.
+    pub events_per_segment: f64,
+    /// CPU nanoseconds per delivered data segment.
+    pub cpu_ns_per_segment: f64,
+    /// Bytes received by the sinks.
+    pub rx_bytes: u64,
+    /// Peak resident memory (MiB) of the process so far.
+    pub peak_rss_mib: f64,
+    /// Peak RSS per flow (bytes).
+    pub peak_rss_per_flow: f64,
+}
+
+/// Runs one `--mix` case with `n` short flows.
+pub fn mix_case(n: u32, duration_s: f64) -> Result<MixRow, String> {
+    let t0 = WallInstant::now();
+    let text = mix_toml(n, duration_s);
+    let sc = Scenario::from_text("<bench-mix>", &text, &[]).map_err(|e| e.to_string())?;
+    drop(text);
+    let built = sc.build(&BuildOptions::default()).map_err(|e| e.to_string())?;
+    drop(sc);
+    let mut sim = built.sim;
+    let build_seconds = t0.elapsed().as_secs_f64();
+    let cpu0 = thread_cpu_seconds();
+    let wall = WallInstant::now();
+    sim.run(Instant::ZERO + built.duration, Duration::ZERO, &mut |_| {});
+    let w = wall.elapsed().as_secs_f64().max(1e-9);
+    let cpu = match (cpu0, thread_cpu_seconds()) {
+        (Some(a), Some(b)) => (b - a).max(1e-9),
+        _ => w,
+    };
+    let t1 = WallInstant::now();
+    let r = sim.finish().map_err(|e| e.to_string())?;
+    drop(sim);
+    let teardown_seconds = t1.elapsed().as_secs_f64();
+    let rx_bytes: u64 = r.flows.iter().filter(|f| f.kind == "tcp-sink").map(|f| f.rx_bytes).sum();
+    let completed = r.flows.iter().filter(|f| f.kind == "tcp-bulk" && f.state == "done").count() as u64;
+    let segs = rx_bytes.div_ceil(1448);
+    let peak = peak_rss_mib();
+    Ok(MixRow {
+        short_flows: n,
+        completed,
+        sim_seconds: r.sim_seconds,
+        wall_seconds: w,
+        cpu_seconds: cpu,
+        build_seconds,
+        teardown_seconds,
+        events: r.events,
+        data_segments: segs,
+        events_per_segment: r.events as f64 / segs.max(1) as f64,
+        cpu_ns_per_segment: cpu * 1e9 / segs.max(1) as f64,
+        rx_bytes,
+        peak_rss_mib: peak,
+        peak_rss_per_flow: peak * 1048576.0 / (n as f64 + MIX_LONG as f64),
+    })
+}
+
 /// Peak RSS of this process in MiB (Linux `VmHWM`), 0 elsewhere.
 pub fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
@@ -121,6 +271,17 @@ pub fn peak_rss_mib() -> f64 {
         .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<f64>().ok()))
         .map(|kb| kb / 1024.0)
         .unwrap_or(0.0)
+}
+
+/// CPU time this thread has run, in seconds (`/proc/thread-self/schedstat`, nanosecond
+/// resolution); `None` where that file does not exist. The kernel folds the running
+/// thread's time into that figure at ticks and context switches only, so the thread yields
+/// first (`sched_yield` passes through the scheduler, which updates it).
+pub fn thread_cpu_seconds() -> Option<f64> {
+    std::thread::yield_now();
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(ns as f64 * 1e-9)
 }
 
 /// What a bench case runs: transport and bottleneck.
@@ -140,8 +301,17 @@ impl Default for BenchLoad {
     }
 }
 
+/// Runs one case `repeat` times; returns the run with the median CPU time (all
+/// repetitions simulate the same events).
+pub fn bench_case_repeated(n: u32, rate: &str, duration_s: f64, load: &BenchLoad, repeat: u32) -> Result<BenchRow, String> {
+    let mut rows = (0..repeat.max(1)).map(|_| bench_case(n, rate, duration_s, load)).collect::<Result<Vec<_>, _>>()?;
+    rows.sort_by(|a, b| a.cpu_seconds.total_cmp(&b.cpu_seconds));
+    Ok(rows.swap_remove(rows.len() / 2))
+}
+
 /// Runs one case.
 pub fn bench_case(n: u32, rate: &str, duration_s: f64, load: &BenchLoad) -> Result<BenchRow, String> {
+    let t0 = WallInstant::now();
     let text = if load.udp {
         dumbbell_toml(n, rate, duration_s)
     } else {
@@ -151,9 +321,16 @@ pub fn bench_case(n: u32, rate: &str, duration_s: f64, load: &BenchLoad) -> Resu
     let sc = Scenario::from_text("<bench>", &text, &[]).map_err(|e| e.to_string())?;
     let built = sc.build(&BuildOptions::default()).map_err(|e| e.to_string())?;
     let mut sim = built.sim;
+    let build_seconds = t0.elapsed().as_secs_f64();
+    let cpu0 = thread_cpu_seconds();
     let wall = WallInstant::now();
     sim.run(Instant::ZERO + built.duration, Duration::ZERO, &mut |_| {});
     let w = wall.elapsed().as_secs_f64().max(1e-9);
+    let cpu = match (cpu0, thread_cpu_seconds()) {
+        (Some(a), Some(b)) => (b - a).max(1e-9),
+        _ => w,
+    };
+    let t1 = WallInstant::now();
     let mut sock_bytes = 0usize;
     for node in 0..(2 + 2 * n) {
         if let Some(st) = sim.stack(node) {
@@ -164,58 +341,143 @@ pub fn bench_case(n: u32, rate: &str, duration_s: f64, load: &BenchLoad) -> Resu
     // packets delivered to the receiving hosts d0…dN-1 (data segments for TCP)
     let delivered: u64 = r.nodes.iter().filter(|x| x.node.starts_with('d')).map(|x| x.counters.delivered).sum();
     let goodput: f64 = r.flows.iter().map(|f| f.rx_bytes as f64 * 8.0).sum::<f64>() / r.sim_seconds.max(1e-9);
+    drop(sim);
+    let teardown_seconds = t1.elapsed().as_secs_f64();
     Ok(BenchRow {
         flows: n,
         rate: rate.to_string(),
         cc: if load.udp { "udp".into() } else { load.cc.clone() },
         sim_seconds: r.sim_seconds,
         wall_seconds: w,
+        cpu_seconds: cpu,
+        build_seconds,
+        teardown_seconds,
         events: r.events,
+        delivered,
+        events_per_delivered: r.events as f64 / delivered.max(1) as f64,
         events_per_s: r.events as f64 / w,
         sim_per_wall: r.sim_seconds / w,
         delivered_pkts_per_s: delivered as f64 / w,
         ns_per_delivered: w * 1e9 / delivered.max(1) as f64,
+        cpu_ns_per_delivered: cpu * 1e9 / delivered.max(1) as f64,
         goodput_bps: goodput,
         socket_bytes_per_flow: sock_bytes as f64 / n as f64,
         peak_rss_mib: peak_rss_mib(),
     })
 }
 
+/// What `wirelab bench` runs.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    /// Sender/receiver pairs per case.
+    pub flows: Vec<u32>,
+    /// Bottleneck rate.
+    pub rate: String,
+    /// Simulated seconds per case.
+    pub duration_s: f64,
+    /// Transport, congestion control and bottleneck of the dumbbell.
+    pub load: BenchLoad,
+    /// Runs per case; the row with the median CPU time is reported.
+    pub repeat: u32,
+    /// Run the `--mix` workload (`flows` = short flows) instead of the dumbbell.
+    pub mix: bool,
+    /// Also write the rows as JSON here.
+    pub json: Option<std::path::PathBuf>,
+}
+
+fn print_header() {
+    println!(
+        "{:>6} {:>6} {:>8} {:>6} {:>8} {:>8} {:>10} {:>6} {:>8} {:>11} {:>8} {:>8} {:>11} {:>9} {:>8} {:>7} {:>7}",
+        "flows", "cc", "rate", "sim s", "wall s", "cpu s", "events", "ev/pkt", "deliv", "pkts/cpu-s", "cpu ns/p", "wall ns/p", "goodput", "sock B/fl", "peak MiB", "build s", "drop s"
+    );
+}
+
+fn print_row(r: &BenchRow) {
+    println!(
+        "{:>6} {:>6} {:>8} {:>6.1} {:>8.3} {:>8.3} {:>10} {:>6.2} {:>8} {:>11.0} {:>8.0} {:>8.0} {:>11} {:>9.0} {:>8.1} {:>7.3} {:>7.3}",
+        r.flows,
+        r.cc,
+        r.rate,
+        r.sim_seconds,
+        r.wall_seconds,
+        r.cpu_seconds,
+        r.events,
+        r.events_per_delivered,
+        r.delivered,
+        r.delivered as f64 / r.cpu_seconds,
+        r.cpu_ns_per_delivered,
+        r.ns_per_delivered,
+        wirelab_core::units::format_rate(r.goodput_bps as u64),
+        r.socket_bytes_per_flow,
+        r.peak_rss_mib,
+        r.build_seconds,
+        r.teardown_seconds
+    );
+    let _ = std::io::stdout().flush();
+}
+
 /// `wirelab bench`: runs every case, prints the table, optionally writes it as JSON; returns
 /// the exit code.
-pub fn bench(flows: &[u32], rate: &str, duration_s: f64, load: &BenchLoad, json: Option<&Path>) -> i32 {
-    if wirelab_core::units::parse_rate(rate).is_err() {
-        eprintln!("error: --rate `{rate}` is not a rate like 10mbit");
+pub fn bench(o: &BenchOptions) -> i32 {
+    if wirelab_core::units::parse_rate(&o.rate).is_err() {
+        eprintln!("error: --rate `{}` is not a rate like 10mbit", o.rate);
         return 2;
     }
-    if !load.udp {
-        if let Err(e) = wirelab_tcp::CongestionAlgo::from_name(&load.cc) {
+    if !(o.duration_s > 0.0 && o.duration_s.is_finite()) {
+        eprintln!("error: --duration {} must be a positive number of seconds", o.duration_s);
+        return 2;
+    }
+    if o.mix {
+        return bench_mix(o);
+    }
+    if !o.load.udp {
+        if let Err(e) = wirelab_tcp::CongestionAlgo::from_name(&o.load.cc) {
             eprintln!("error: --cc: {e}");
             return 2;
         }
     }
     let mut rows = Vec::new();
+    print_header();
+    for &n in &o.flows {
+        match bench_case_repeated(n.max(1), &o.rate, o.duration_s, &o.load, o.repeat) {
+            Ok(r) => {
+                print_row(&r);
+                rows.push(r);
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 1;
+            }
+        }
+    }
+    write_json(o.json.as_deref(), &rows)
+}
+
+fn bench_mix(o: &BenchOptions) -> i32 {
     println!(
-        "{:>6} {:>6} {:>8} {:>7} {:>8} {:>11} {:>9} {:>13} {:>8} {:>10} {:>10} {:>8}",
-        "flows", "cc", "rate", "sim s", "wall s", "events/s", "sim/wall", "deliv pkts/s", "ns/pkt", "goodput", "sock B/fl", "peak MiB"
+        "{:>7} {:>7} {:>6} {:>8} {:>8} {:>11} {:>9} {:>6} {:>9} {:>9} {:>8} {:>10} {:>7} {:>7}",
+        "short", "done", "sim s", "wall s", "cpu s", "events", "data segs", "ev/seg", "cpu ns/sg", "segs/cpu-s", "peak MiB", "RSS B/flow", "build s", "drop s"
     );
-    for &n in flows {
-        match bench_case(n.max(1), rate, duration_s, load) {
+    let mut rows = Vec::new();
+    for &n in &o.flows {
+        match mix_case(n, o.duration_s) {
             Ok(r) => {
                 println!(
-                    "{:>6} {:>6} {:>8} {:>7.1} {:>8.3} {:>11.0} {:>9.2} {:>13.0} {:>8.0} {:>10} {:>10.0} {:>8.1}",
-                    r.flows,
-                    r.cc,
-                    r.rate,
+                    "{:>7} {:>7} {:>6.1} {:>8.3} {:>8.3} {:>11} {:>9} {:>6.2} {:>9.0} {:>9.0} {:>8.1} {:>10.0} {:>7.3} {:>7.3}",
+                    r.short_flows,
+                    r.completed,
                     r.sim_seconds,
                     r.wall_seconds,
-                    r.events_per_s,
-                    r.sim_per_wall,
-                    r.delivered_pkts_per_s,
-                    r.ns_per_delivered,
-                    wirelab_core::units::format_rate(r.goodput_bps as u64),
-                    r.socket_bytes_per_flow,
-                    r.peak_rss_mib
+                    r.cpu_seconds,
+                    r.events,
+                    r.data_segments,
+                    r.events_per_segment,
+                    r.cpu_ns_per_segment,
+                    r.data_segments as f64 / r.cpu_seconds,
+                    r.peak_rss_mib,
+                    r.peak_rss_per_flow,
+                    r.build_seconds,
+                    r.teardown_seconds
                 );
                 let _ = std::io::stdout().flush();
                 rows.push(r);
@@ -226,8 +488,12 @@ pub fn bench(flows: &[u32], rate: &str, duration_s: f64, load: &BenchLoad, json:
             }
         }
     }
-    if let Some(p) = json {
-        if let Err(e) = std::fs::write(p, serde_json::to_string_pretty(&rows).unwrap_or_default()) {
+    write_json(o.json.as_deref(), &rows)
+}
+
+fn write_json<T: Serialize>(p: Option<&Path>, rows: &T) -> i32 {
+    if let Some(p) = p {
+        if let Err(e) = std::fs::write(p, serde_json::to_string_pretty(rows).unwrap_or_default()) {
             eprintln!("error: cannot write {}: {e}", p.display());
             return 1;
         }
@@ -263,6 +529,15 @@ mod test {
         let e = bench_case(2, "10mbit", 1.0, &BenchLoad { qdisc: Some("nonsense 3".into()), ..Default::default() }).unwrap_err();
         assert!(e.contains("`nonsense`") && e.contains("fq_codel"), "{e}");
         // an unknown --cc is refused before any case runs (exit 2, usage error)
-        assert_eq!(bench(&[1], "10mbit", 1.0, &BenchLoad { cc: "bbr3".into(), ..Default::default() }, None), 2);
+        let o = BenchOptions {
+            flows: vec![1],
+            rate: "10mbit".into(),
+            duration_s: 1.0,
+            load: BenchLoad { cc: "bbr3".into(), ..Default::default() },
+            repeat: 1,
+            mix: false,
+            json: None,
+        };
+        assert_eq!(bench(&o), 2);
     }
 }

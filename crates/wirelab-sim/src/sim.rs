@@ -90,8 +90,12 @@ pub(crate) struct Node {
     /// The same, sorted: "is this packet for me" per received packet is a binary search
     /// (a router of a 2000-host dumbbell has 2000 interfaces).
     local_sorted: Vec<u32>,
-    /// Transport configuration used when the stack is created.
-    pub stack_cfg: StackConfig,
+    /// Interface index by name (a 20 000-host dumbbell's routers have 20 000 interfaces:
+    /// a scan per added link made building it quadratic).
+    iface_ix: HashMap<String, u32>,
+    /// Transport configuration used when the stack is created (boxed: read once per host,
+    /// it would otherwise spread the fields every packet touches over 1 kB).
+    pub stack_cfg: Box<StackConfig>,
     /// TCP/SCTP endpoints, created on first use.
     pub stack: Option<Box<HostStack>>,
     /// A node outside the simulation (a live driver's TUN interface): packets arriving at
@@ -167,6 +171,8 @@ pub struct Sim {
     pub(crate) pool: Vec<Vec<u8>>,
     /// Scratch list of socket events to hand to apps.
     ev_scratch: Vec<(u32, AppInput)>,
+    /// A datagram with a by-reference tail, made whole for a capture or a receiving stack.
+    whole: Vec<u8>,
     /// Packets that arrived at external nodes, for the live driver to write out.
     external_out: Vec<(NodeId, Vec<u8>)>,
     /// Resource guard called every `mask + 1` events (see [`Sim::set_watch`]).
@@ -214,6 +220,7 @@ impl Sim {
             started: false,
             pool: Vec::new(),
             ev_scratch: Vec::new(),
+            whole: Vec::new(),
             external_out: Vec::new(),
             watch: None,
             stopped: None,
@@ -258,7 +265,8 @@ impl Sim {
             counters: NodeCounters::default(),
             addrs: Vec::new(),
             local_sorted: Vec::new(),
-            stack_cfg: StackConfig::default(),
+            iface_ix: HashMap::new(),
+            stack_cfg: Box::default(),
             stack: None,
             external: false,
         });
@@ -279,7 +287,7 @@ impl Sim {
     }
     /// Interface index by name.
     pub fn iface_id(&self, n: NodeId, name: &str) -> Option<u32> {
-        self.nodes[n as usize].ifaces.iter().position(|i| i.name == name).map(|i| i as u32)
+        self.nodes[n as usize].iface_ix.get(name).copied()
     }
     /// Address of interface `i` of node `n`.
     pub fn iface_addr(&self, n: NodeId, i: u32) -> IfAddr {
@@ -309,7 +317,7 @@ impl Sim {
         let ia = self.nodes[a.0 as usize].ifaces.len() as u32;
         let ib = self.nodes[b.0 as usize].ifaces.len() as u32;
         for (n, nm) in [(a.0, a.1), (b.0, b.1)] {
-            if self.nodes[n as usize].ifaces.iter().any(|i| i.name == nm) {
+            if self.nodes[n as usize].iface_ix.contains_key(nm) {
                 return Err(BuildError(format!("node `{}` already has an interface `{nm}`", self.nodes[n as usize].name)));
             }
         }
@@ -337,10 +345,15 @@ impl Sim {
             let dev = format!("{}:{}", node.name, nm);
             node.ifaces.push(Iface { name: nm.to_string(), addr, out, qdisc: q, capture: None, probe: false, dev });
             node.addrs.push(addr.addr);
+            // addresses usually come in increasing order (the builder numbers links): an
+            // append, not an O(n) insert
             let k = u32::from(addr.addr);
-            if let Err(i) = node.local_sorted.binary_search(&k) {
+            if node.local_sorted.last().is_none_or(|&l| l < k) {
+                node.local_sorted.push(k);
+            } else if let Err(i) = node.local_sorted.binary_search(&k) {
                 node.local_sorted.insert(i, k);
             }
+            node.iface_ix.entry(nm.to_string()).or_insert(node.ifaces.len() as u32 - 1);
             // connected route (`proto kernel scope link`)
             let idx = node.ifaces.len() as u32 - 1;
             node.routes.add(addr.network(), addr.prefix, NextHop { iface: idx, via: None });
@@ -621,7 +634,7 @@ impl Sim {
             self.recycle(data);
             return Err(InjectError::NoRoute);
         };
-        let pkt = self.new_pkt(data);
+        let pkt = self.new_pkt(data, &[]);
         self.enqueue(n, hop.iface, pkt);
         Ok(())
     }
@@ -684,7 +697,7 @@ impl Sim {
 
     /// Sets the transport configuration of node `n` (before its stack is created).
     pub fn set_stack_config(&mut self, n: NodeId, cfg: StackConfig) {
-        self.nodes[n as usize].stack_cfg = cfg;
+        *self.nodes[n as usize].stack_cfg = cfg;
     }
 
     /// The stack of node `n`, if it was created.
@@ -703,6 +716,8 @@ impl Sim {
             sctp_cfg.source_routes = node.routes.entries().into_iter().map(|(net, len, hop)| (net, len, node.ifaces[hop.iface as usize].addr.addr)).collect();
             sctp_cfg.host_addrs = node.ifaces.iter().map(|f| f.addr.addr).collect();
             let mut tcp = wirelab_tcp::TcpEndpoint::new(tcp_cfg, Rng::stream(seed, &format!("node/{}/tcp", node.name)));
+            // bulk payload travels by reference (Pkt::tail); captures and receivers see it
+            tcp.set_lazy_payload(true);
             // SK_PACING_FQ: Linux's fq_classify() marks each socket whose packets reach an
             // fq with pacing on; here a host whose every egress leads into such an fq
             // (see fq_paces) has all its TCP sockets marked, from their creation
@@ -874,14 +889,14 @@ impl Sim {
             src: t.src,
             dst: t.dst,
             protocol: t.proto,
-            payload_len: buf.len() - HEADROOM,
+            payload_len: buf.len() - HEADROOM + t.tail.len(),
             ttl: 64,
             tos: t.tos,
             ident: node.ip_ident,
             dont_frag: t.dont_frag,
         };
         ip.emit(&mut buf);
-        let mut pkt = self.new_pkt(buf);
+        let mut pkt = self.new_pkt(buf, t.tail);
         // scheduling metadata for qdiscs such as fq (skb->sk, skb->tstamp, sk_pacing_rate)
         pkt.meta.sk = if t.sk != 0 { t.sk } else { socket_key(&t, &pkt.data[HEADROOM..]) };
         pkt.meta.txtime = t.txtime;
@@ -889,9 +904,12 @@ impl Sim {
         self.enqueue(n, hop.iface, pkt);
     }
 
-    fn new_pkt(&mut self, data: Vec<u8>) -> Pkt {
-        self.rec.packet_bytes_hash(&data);
+    fn new_pkt(&mut self, data: Vec<u8>, tail: &'static [u8]) -> Pkt {
         let mut p = Pkt::new(data);
+        p.tail = tail;
+        // the fingerprint covers the whole datagram, by-reference tail included
+        let bytes = whole(&mut self.whole, &p);
+        self.rec.packet_bytes_hash(bytes);
         p.meta.id = self.next_pkt_id;
         p.meta.created = self.now;
         self.next_pkt_id += 1;
@@ -922,7 +940,7 @@ impl Sim {
         write_probe_header(&mut buf[28..], seq, self.now);
         UdpRepr { src_port: sport, dst_port: dst.port(), payload_len: payload }.emit(&mut buf[20..], src, *dst.ip());
         ip.emit(&mut buf);
-        let pkt = self.new_pkt(buf);
+        let pkt = self.new_pkt(buf, &[]);
         self.enqueue(n, hop.iface, pkt);
         true
     }
@@ -983,7 +1001,7 @@ impl Sim {
             self.drops = drops;
             if let Some(pkt) = pkt {
                 if let Some(c) = ifc.capture {
-                    self.rec.capture(c, now, fif, CaptureDir::Out, &pkt.data);
+                    self.rec.capture(c, now, fif, CaptureDir::Out, whole(&mut self.whole, &pkt));
                 }
                 self.dirs[d as usize].link.transmit(now, pkt);
             }
@@ -1031,16 +1049,18 @@ impl Sim {
         let now = self.now;
         self.rec.deliver_hash(now, pkt.meta.id, n);
         if let Some(c) = self.nodes[n as usize].ifaces[i as usize].capture {
-            self.rec.capture(c, now, i, CaptureDir::In, &pkt.data);
+            self.rec.capture(c, now, i, CaptureDir::In, whole(&mut self.whole, &pkt));
         }
         let node = &mut self.nodes[n as usize];
         if node.external {
-            // the kernel behind the TUN interface decides what to do with it
+            // the kernel behind the TUN interface decides what to do with it: it gets the
+            // whole datagram (a by-reference tail is appended)
             node.counters.delivered += 1;
+            pkt.materialize();
             self.external_out.push((n, pkt.data));
             return;
         }
-        let Ok(ipp) = Ipv4Packet::new_checked(&pkt.data[..]) else {
+        let Ok(ipp) = Ipv4Packet::new_checked_split(&pkt.data[..], pkt.tail.len()) else {
             node.counters.bad_packets += 1;
             return;
         };
@@ -1169,7 +1189,18 @@ impl Sim {
         self.ensure_stack(n);
         if let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() {
             let ipp = Ipv4Packet::new_unchecked(&pkt.data[..]);
-            let (proto, tos, payload) = (ipp.protocol(), ipp.tos(), ipp.payload());
+            let (proto, tos) = (ipp.protocol(), ipp.tos());
+            // a by-reference tail is copied from its (cached) source next to the headers:
+            // the engine sees the whole segment
+            let payload = if pkt.tail.is_empty() {
+                ipp.payload()
+            } else {
+                let hl = ipp.header_len() as usize;
+                self.whole.clear();
+                self.whole.extend_from_slice(&pkt.data[hl..]);
+                self.whole.extend_from_slice(pkt.tail);
+                &self.whole[..]
+            };
             // checksum offload: only corrupted packets are verified (PktMeta::corrupted)
             let verify = pkt.meta.corrupted || self.verify_checksums;
             stack.engine().handle_packet(now, wirelab_core::Datagram { src, dst, proto, tos, payload, verify });
@@ -1182,6 +1213,16 @@ impl Sim {
     pub fn cbr_interval(payload: u32, rate_bps: u64) -> Duration {
         wirelab_apps::UdpCbrConfig::interval_for(payload, rate_bps)
     }
+}
+
+/// The whole datagram of `pkt`: its `data`, or `data` and tail copied into `buf`.
+fn whole<'a>(buf: &'a mut Vec<u8>, pkt: &'a Pkt) -> &'a [u8] {
+    if pkt.tail.is_empty() {
+        return &pkt.data;
+    }
+    buf.clear();
+    pkt.write_to(buf);
+    buf
 }
 
 /// Why [`Sim::inject`] dropped a datagram.

@@ -50,6 +50,10 @@ pub trait Transports: Engine {
     fn accept(&mut self, l: TcpId) -> Option<TcpId>;
     /// `write()`.
     fn send(&mut self, now: Instant, s: TcpId, data: &[u8]) -> Result<usize, SockError>;
+    /// `write()` of a `'static` slice, which an engine may queue by reference.
+    fn send_static(&mut self, now: Instant, s: TcpId, data: &'static [u8]) -> Result<usize, SockError> {
+        self.send(now, s, data)
+    }
     /// `read()`.
     fn recv(&mut self, now: Instant, s: TcpId, buf: &mut [u8]) -> Result<usize, SockError>;
     /// Reads and discards up to `max` bytes.
@@ -139,6 +143,9 @@ impl Transports for DualStack {
     }
     fn send(&mut self, now: Instant, s: TcpId, data: &[u8]) -> Result<usize, SockError> {
         self.tcp.send(now, s, data)
+    }
+    fn send_static(&mut self, now: Instant, s: TcpId, data: &'static [u8]) -> Result<usize, SockError> {
+        self.tcp.send_static(now, s, data)
     }
     fn recv(&mut self, now: Instant, s: TcpId, buf: &mut [u8]) -> Result<usize, SockError> {
         self.tcp.recv(now, s, buf)
@@ -417,6 +424,9 @@ impl wirelab_apps::HostSockets for HostStack {
     }
     fn send(&mut self, now: Instant, s: TcpId, data: &[u8]) -> Result<usize, SockError> {
         self.engines.send(now, s, data)
+    }
+    fn send_static(&mut self, now: Instant, s: TcpId, data: &'static [u8]) -> Result<usize, SockError> {
+        self.engines.send_static(now, s, data)
     }
     fn recv(&mut self, now: Instant, s: TcpId, buf: &mut [u8]) -> Result<usize, SockError> {
         self.engines.recv(now, s, buf)

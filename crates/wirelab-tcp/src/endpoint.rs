@@ -74,6 +74,7 @@ pub struct TcpEndpoint {
     ready: VecDeque<u32>,
     events: VecDeque<(SocketId, SockEvent)>,
     rsts: VecDeque<RstSpec>,
+    lazy_payload: bool,
     /// The host's egress qdisc is `fq` (sockets leave pacing to it, `SK_PACING_FQ`).
     fq_pacing: bool,
 }
@@ -91,7 +92,20 @@ impl TcpEndpoint {
             ready: VecDeque::new(),
             events: VecDeque::new(),
             rsts: VecDeque::new(),
+            lazy_payload: false,
             fq_pacing: false,
+        }
+    }
+
+    /// Pass `send_static` payload at the end of segments by reference
+    /// ([`Transmit::tail`]) from now on (off by default: a driver must then append the
+    /// tail to what `poll_transmit` wrote). The simulator turns it on.
+    pub fn set_lazy_payload(&mut self, on: bool) {
+        self.lazy_payload = on;
+        for s in &mut self.slots {
+            if let Slot::Conn(c) = s {
+                c.lazy_payload = on;
+            }
         }
     }
 
@@ -278,6 +292,7 @@ impl TcpEndpoint {
             // Replies use the socket's TOS (0), not the SYN's (no tcp_reflect_tos); the SYN's
             // ECN field matters to tcp_ecn_create_request().
             let mut c = Conn::new_passive(&self.cfg, id, local, remote, now, iss, tso, &r, lid, 0, tos);
+            c.lazy_payload = self.lazy_payload;
             if self.fq_pacing {
                 c.set_fq_pacing(true);
             }
@@ -445,6 +460,7 @@ impl TcpEndpoint {
         let iss = self.rng.next_u32();
         let tso = self.rng.next_u32();
         let mut c = Conn::new_active(&self.cfg, id, la, remote, now, iss, tso);
+        c.lazy_payload = self.lazy_payload;
         if self.fq_pacing {
             c.set_fq_pacing(true);
         }
@@ -468,6 +484,17 @@ impl TcpEndpoint {
         let cfg = &self.cfg;
         let Some(Slot::Conn(c)) = self.slots.get_mut(s.0 as usize) else { return Err(SockError::InvalidSocket) };
         let r = c.send_more(cfg, now, data, more);
+        self.touch(s.0);
+        self.clean_heap();
+        r
+    }
+
+    /// [`Self::send`] of a `'static` slice (a fixed pattern, say): the same bytes go out,
+    /// but the send buffer references the slice instead of copying it.
+    pub fn send_static(&mut self, now: Instant, s: SocketId, data: &'static [u8]) -> Result<usize, SockError> {
+        let cfg = &self.cfg;
+        let Some(Slot::Conn(c)) = self.slots.get_mut(s.0 as usize) else { return Err(SockError::InvalidSocket) };
+        let r = c.send_static(cfg, now, data);
         self.touch(s.0);
         self.clean_heap();
         r

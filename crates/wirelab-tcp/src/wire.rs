@@ -261,6 +261,22 @@ pub fn fill_checksum(seg: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) {
     seg[field::CHECKSUM].copy_from_slice(&c.to_be_bytes());
 }
 
+/// [`fill_checksum`] of the segment `seg` followed by the payload bytes `tail`.
+pub fn fill_checksum_tail(seg: &mut [u8], tail: &[u8], src: Ipv4Addr, dst: Ipv4Addr) {
+    if tail.is_empty() {
+        return fill_checksum(seg, src, dst);
+    }
+    seg[field::CHECKSUM].fill(0);
+    let mut t = checksum::sum(tail);
+    if seg.len() % 2 == 1 {
+        // the tail's bytes sit at odd offsets: each 16-bit word's bytes swap (RFC 1071 §2(B))
+        t = (t >> 8 | t << 8) & 0xffff;
+    }
+    let len = (seg.len() + tail.len()) as u32;
+    let c = checksum::finish(checksum::combine(&[checksum::pseudo_header(src, dst, ip_proto::TCP, len), checksum::sum(seg), t]));
+    seg[field::CHECKSUM].copy_from_slice(&c.to_be_bytes());
+}
+
 /// Up to four SACK blocks (RFC 2018), left edge inclusive, right edge exclusive.
 #[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
 pub struct SackBlocks {
@@ -601,6 +617,29 @@ impl<T: AsRef<[u8]>> fmt::Display for TcpPacket<T> {
 #[cfg(test)]
 mod test {
     use super::*;
+
+    /// The checksum of a segment plus a by-reference tail is that of the whole segment,
+    /// for even and odd split points.
+    #[test]
+    fn checksum_with_tail_equals_whole() {
+        static TAIL: [u8; 1449] = {
+            let mut p = [0u8; 1449];
+            let mut i = 0;
+            while i < p.len() {
+                p[i] = (i % 251) as u8;
+                i += 1;
+            }
+            p
+        };
+        for (head, tail) in [(32usize, 1448usize), (33, 1447), (52, 1), (21, 0), (40, 1449)] {
+            let mut whole: Vec<u8> = (0..head as u32).map(|i| (i * 37 + 5) as u8).collect();
+            whole.extend_from_slice(&TAIL[..tail]);
+            let mut split = whole[..head].to_vec();
+            fill_checksum(&mut whole, SRC, Ipv4Addr::new(10, 0, 0, 2));
+            fill_checksum_tail(&mut split, &TAIL[..tail], SRC, Ipv4Addr::new(10, 0, 0, 2));
+            assert_eq!(&split[field::CHECKSUM], &whole[field::CHECKSUM], "head {head} tail {tail}");
+        }
+    }
 
     const SRC: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 1);
     const DST: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 2);

@@ -36,6 +36,24 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         p.check_len()?;
         Ok(p)
     }
+    /// [`Self::new_checked`] of a datagram whose last `extra` bytes are held elsewhere (a
+    /// packet's by-reference tail): the header must be in `buffer`, the total length must
+    /// fit `buffer` plus `extra`.
+    pub fn new_checked_split(buffer: T, extra: usize) -> Result<Self, WireError> {
+        let p = Self::new_unchecked(buffer);
+        let b = p.buffer.as_ref();
+        if b.len() < HEADER_LEN {
+            return Err(WireError::Truncated);
+        }
+        let (hl, tl) = (p.header_len() as usize, p.total_len() as usize);
+        if p.version() != 4 || hl < HEADER_LEN || tl < hl {
+            return Err(WireError::Malformed);
+        }
+        if b.len() < hl || b.len() + extra < tl {
+            return Err(WireError::Truncated);
+        }
+        Ok(p)
+    }
     /// Validates version, IHL and total length against the buffer.
     pub fn check_len(&self) -> Result<(), WireError> {
         let b = self.buffer.as_ref();

@@ -12,7 +12,7 @@ use super::{Conn, Out, RstSpec, SkTimer, XmitTimer, TCP_MIN_MSS, TCP_MSS_DEFAULT
 use crate::api::{SockError, TcpState};
 use crate::cc::{AckSample, CaEvent, CaState, CA_ACK_ECE, CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE};
 use crate::config::{RdbMode, TcpConfig};
-use crate::ring::Ring;
+use crate::ring::SendRing;
 use crate::wire::{flags, SackBlocks, SeqNumber, TcpRepr};
 use std::collections::VecDeque;
 use wirelab_core::{Instant, SockEvent};
@@ -540,7 +540,7 @@ impl Conn {
             self.stats.bytes_acked += freed as u64;
             // an idle socket keeps no large buffers (bulk senders never drain the ring)
             if self.snd_ring.is_empty() && self.snd_ring.capacity() > 4096 {
-                self.snd_ring = Ring::default();
+                self.snd_ring = SendRing::default();
             }
         }
         if self.rtx.packets_out == 0 && self.rtx.q.capacity() > 64 {
@@ -808,7 +808,7 @@ impl Conn {
         }
         // a TIME_WAIT socket keeps no buffers (tcp_timewait_sock)
         self.rtx.q = VecDeque::new();
-        self.snd_ring = Ring::default();
+        self.snd_ring = SendRing::default();
         self.ofo.ranges = Vec::new();
     }
 

@@ -26,7 +26,7 @@
 use crate::api::{RcvWindowPolicy, SockError, SocketId, TcpState};
 use crate::cc::{CaState, CcSock, CongestionOps};
 use crate::config::TcpConfig;
-use crate::ring::Ring;
+use crate::ring::{Ring, SendRing};
 use crate::wire::{SeqNumber, TcpRepr};
 use std::collections::VecDeque;
 use std::net::SocketAddrV4;
@@ -133,6 +133,9 @@ pub(crate) struct Conn {
     // timer-heap bookkeeping for the endpoint
     pub heap_key: Option<Instant>,
     pub in_ready: bool,
+    /// Pass `send_static` payload at the end of a segment by reference
+    /// ([`wirelab_core::Transmit::tail`]) instead of copying it into the buffer.
+    pub lazy_payload: bool,
 
     // ---- options and negotiated parameters (rx_opt) ----
     nodelay: bool,
@@ -164,7 +167,7 @@ pub(crate) struct Conn {
     snd_wl1: SeqNumber,
     max_window: u32,
     snd_sml: SeqNumber,
-    snd_ring: Ring,
+    snd_ring: SendRing,
     snd_buf_seq: SeqNumber,
     sndbuf: u32,
     sndbuf_locked: bool,
@@ -292,6 +295,7 @@ impl Conn {
             err: None,
             heap_key: None,
             in_ready: false,
+            lazy_payload: false,
             nodelay: false,
             user_mss: 0,
             midstream_mss: false,
@@ -315,7 +319,7 @@ impl Conn {
             snd_wl1: SeqNumber(0),
             max_window: 0,
             snd_sml: iss,
-            snd_ring: Ring::default(),
+            snd_ring: SendRing::default(),
             snd_buf_seq: iss + 1,
             sndbuf: cfg.tcp_wmem[1],
             sndbuf_locked: false,

@@ -505,7 +505,8 @@ impl Conn {
             }
             return None;
         }
-        let psh = len > 0 && len == unsent;
+        // tcp_write_wakeup() marks its probe TCPHDR_PSH whatever it splits off
+        let psh = len > 0 && (len == unsent || wakeup);
         Some(self.send_new_segment(cfg, now, buf, len, with_fin, (psh, psh), probe, 0))
     }
 
@@ -816,12 +817,15 @@ impl Conn {
         buf.truncate(HEADROOM);
         buf.resize(HEADROOM + hl, 0);
         r.emit_header(&mut buf[HEADROOM..]);
-        if len > 0 {
+        let mut tail: &'static [u8] = &[];
+        if len > 0 && self.lazy_payload {
+            tail = self.snd_ring.copy_out_lazy(off as usize, len as usize, buf);
+        } else if len > 0 {
             self.snd_ring.copy_out(off as usize, len as usize, buf);
         }
         let src = *self.local.ip();
         let dst = *self.remote.ip();
-        wire::fill_checksum(&mut buf[HEADROOM..], src, dst);
+        wire::fill_checksum_tail(&mut buf[HEADROOM..], tail, src, dst);
         self.stats.segs_out += 1;
         match kind {
             // tcp_event_ack_sent() returns early for DCTCP's older-rcv_nxt ACK
@@ -843,6 +847,7 @@ impl Conn {
             sk: 0,
             txtime: edt,
             pacing_rate: self.tp.pacing_rate,
+            tail,
         }
     }
 

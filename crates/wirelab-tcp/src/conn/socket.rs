@@ -8,13 +8,25 @@ use super::pacing::PacingStatus;
 use crate::api::{RcvWindowPolicy, SockError, SockOpt, TcpInfo, TcpState};
 use crate::cc::CongestionAlgo;
 use crate::config::TcpConfig;
-use crate::ring::Ring;
+use crate::ring::{Ring, SendRing};
 use wirelab_core::Instant;
 
 impl Conn {
     /// `write()` / `sendmsg()` with `MSG_MORE` if `more`: the data is not pushed (no PSH mark, Nagle
     /// corked for this write's push), as `tcp_push()` does.
     pub fn send_more(&mut self, cfg: &TcpConfig, now: Instant, data: &[u8], more: bool) -> Result<usize, SockError> {
+        self.send_common(cfg, now, data.len(), more, |ring, n| ring.push(&data[..n]))
+    }
+
+    /// `write()` of a `'static` slice: queued by reference, not copied (the same bytes go
+    /// out).
+    pub fn send_static(&mut self, cfg: &TcpConfig, now: Instant, data: &'static [u8]) -> Result<usize, SockError> {
+        self.send_common(cfg, now, data.len(), false, |ring, n| ring.push_static(&data[..n]))
+    }
+
+    /// Queues what fits of `want` bytes (`sk_stream_memory_free`); `push` puts the first
+    /// `n` of them into the send ring.
+    fn send_common(&mut self, cfg: &TcpConfig, now: Instant, want: usize, more: bool, push: impl FnOnce(&mut SendRing, usize)) -> Result<usize, SockError> {
         if let Some(e) = self.err {
             return Err(e);
         }
@@ -35,8 +47,8 @@ impl Conn {
         );
         let cap = self.sndbuf_payload() as usize;
         let queued = self.snd_ring.len();
-        let n = data.len().min(cap.saturating_sub(queued));
-        if n < data.len() {
+        let n = want.min(cap.saturating_sub(queued));
+        if n < want {
             self.write_blocked = true;
         }
         if n > 0 {
@@ -49,7 +61,7 @@ impl Conn {
                     self.slow_start_after_idle_check(cfg, now);
                 }
             }
-            self.snd_ring.push(&data[..n]);
+            push(&mut self.snd_ring, n);
             if !cfg.tso {
                 self.wq.more = more;
             } else {
@@ -231,7 +243,7 @@ impl Conn {
         self.ack.send_now = false;
         self.tx_syn = false;
         self.tx_probe = false;
-        self.snd_ring = Ring::default();
+        self.snd_ring = SendRing::default();
         self.rtx.clear();
         self.wq.clear();
         // tcp_write_queue_purge(): tcp_chrono_stop(TCP_CHRONO_BUSY) with both queues empty
