@@ -2,7 +2,7 @@
 PYTHON ?= python3
 CARGO  ?= cargo
 
-.PHONY: test deps install rust-test py-test quickstart bench nightly
+.PHONY: test deps install rust-test py-test quickstart bench nightly wheel
 
 test: deps install rust-test py-test
 
@@ -17,11 +17,18 @@ install:
 rust-test:
 	$(CARGO) test --workspace --quiet
 
+# the report tests keep their headless-Chromium screenshots here (the quickstart report's
+# first screen: ci-artifacts/quickstart-report.png)
 py-test:
-	$(PYTHON) -m pytest -q python/tests
+	WIRELAB_SCREENSHOTS=$(CURDIR)/ci-artifacts $(PYTHON) -m pytest -q python/tests
 
 quickstart:
-	$(PYTHON) -m pip install --quiet . && wirelab run scenarios/quickstart.toml --out results/quickstart && wirelab report results/quickstart
+	$(PYTHON) -m pip install --quiet . && wirelab run scenarios/quickstart.toml && wirelab report results/quickstart
+
+# one abi3 wheel (CPython >= 3.9) for colleagues without a Rust toolchain: dist/*.whl
+wheel:
+	$(PYTHON) -m pip wheel --quiet --no-deps --wheel-dir dist .
+	@ls dist/wirelab-*-abi3-*.whl
 
 bench:
 	$(CARGO) run --release -p wirelab-cli -- bench

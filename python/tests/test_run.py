@@ -11,7 +11,7 @@ import pytest
 import wirelab
 
 ROOT = Path(__file__).resolve().parents[2]
-QUICKSTART = ROOT / "scenarios" / "quickstart.toml"
+QUICKSTART = ROOT / "scenarios" / "udp-bottleneck.toml"
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,7 @@ def test_cli_run_and_report(tmp_path):
     p = _cli("run", str(QUICKSTART), "--out", str(out), "--seed", "3")
     assert p.returncode == 0, p.stderr
     s = json.loads((out / "summary.json").read_text())
-    assert s["seed"] == 3 and s["scenario"]["name"] == "quickstart"
+    assert s["seed"] == 3 and s["scenario"]["name"] == "udp-bottleneck"
     p = _cli("report", str(out))
     assert p.returncode == 0, p.stdout + p.stderr
     html = (out / "report.html").read_text()

@@ -19,14 +19,14 @@ from wirelab.progress import Progress
 from wirelab.sweep.spec import strip_sweep_table
 
 ROOT = Path(__file__).resolve().parents[2]
-QUICKSTART = ROOT / "scenarios" / "quickstart.toml"
+QUICKSTART = ROOT / "scenarios" / "udp-bottleneck.toml"
 
 # no captures, no per-packet probe: a sweep keeps tables only
 LEAN = {"measure.capture": [], "measure.queue_probe": [], "measure.sample_interval": "500ms"}
 
 
 def sweep_file(tmp_path, duration="3s", seeds=(1, 2), name="sw.toml", extra=""):
-    """2 bottlenecks x 2 zipped rate pairs x seeds, on the quickstart scenario."""
+    """2 bottlenecks x 2 zipped rate pairs x seeds, on the udp-bottleneck scenario."""
     sets = "\n".join(f'"{k}" = {json.dumps(v)}' for k, v in {**LEAN, "scenario.duration": duration}.items())
     p = tmp_path / name
     p.write_text(f"""scenario = "{QUICKSTART}"
@@ -423,3 +423,35 @@ def test_cli_progress_bar_when_forced(tmp_path):
     # not a terminal: no bar (the other CLI tests run without --progress)
     p = cli("sweep", sweep_file(tmp_path), "--out", tmp_path / "o", "-j", "2")
     assert p.returncode == 0 and "8/8" not in p.stderr and "(8 already done" in p.stderr
+
+
+def test_sweep_in_a_plain_script_without_main_guard(tmp_path):
+    """Issue 21 item 2: a sweep at the top level of a script (no `if __name__ ==
+    "__main__":`) runs once, on 2 worker processes, instead of every worker re-running
+    the script (BrokenProcessPool, then "another sweep is running")."""
+    script = tmp_path / "plain.py"
+    script.write_text(
+        "import wirelab.sweep\n"
+        f"df = wirelab.sweep.run({str(QUICKSTART)!r}, out='o', jobs=2, progress=False,\n"
+        "                       grid={'app.flow-a.rate': ['1mbit', '2mbit']}, seeds=[1, 2],\n"
+        "                       set={'scenario.duration': '1s', 'measure.capture': []})\n"
+        "print('script body ran; rows', len(df))\n")
+    p = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.count("script body ran") == 1, p.stdout
+    assert "rows 16" in p.stdout  # 2 values x 2 seeds x 4 apps
+    sw = ws.open_sweep(tmp_path / "o")
+    assert sw.complete and len(sw.done) == 4
+
+
+def test_the_documented_sweep_file_exists_and_expands():
+    """docs/sweeps.md's example names sweeps/bottleneck.toml: it exists, holds the 36 runs the
+    docs count, and every configuration is a valid scenario."""
+    doc = (ROOT / "docs" / "sweeps.md").read_text()
+    assert "sweeps/bottleneck.toml" in doc
+    spec = ws.load(ROOT / "sweeps" / "bottleneck.toml")
+    runs = spec.runs()
+    assert len(runs) == 36 and spec.name == "bottleneck"
+    for r in runs[::3]:
+        wirelab.validate(ROOT / "scenarios" / "udp-bottleneck.toml",
+                         overrides={**{"scenario.duration": "30s"}, **r.params})

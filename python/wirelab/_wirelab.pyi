@@ -21,11 +21,18 @@ def run(
     overrides: Sequence[str] = ...,
     text: Optional[str] = None,
     progress: Optional[Callable[[float, float], object]] = None,
+    force: bool = False,
 ) -> str:
     """Runs the scenario file ``path`` (or the TOML ``text``, named ``path`` in errors) into
     the directory ``out``; returns the path of ``summary.json``. ``overrides`` are
     ``KEY=VALUE`` strings as ``wirelab run --set``; ``progress(simulated_s, total_s)`` is
-    called about 200 times. Raises ``ScenarioError`` or ``OSError``."""
+    called about 1000 times. ``out`` is cleared of an earlier run's files; a non-empty
+    directory no run wrote raises ``FileExistsError`` unless ``force``. Raises
+    ``ScenarioError`` or ``OSError``."""
+
+def analyze_tables(sender: str, receiver: Optional[str] = None) -> dict[str, str]:
+    """``wirelab analyze`` of a sender capture (and a receiver capture) without printing:
+    ``{"segments": CSV text, "flows": CSV text}``. Raises ``ValueError``."""
 
 def live(path: str, out: str, seed: Optional[int] = None, overrides: Sequence[str] = ...,
          text: Optional[str] = None) -> str:
@@ -36,19 +43,13 @@ def live(path: str, out: str, seed: Optional[int] = None, overrides: Sequence[st
 def validate(path: str, overrides: Sequence[str] = ..., text: Optional[str] = None) -> None:
     """Parses and builds the scenario without running it; raises ``ScenarioError``."""
 
-# The `wirelab` command's Rust subcommands (argparse is in ``wirelab.cli``); each returns
-# the exit code and prints what the Rust binary prints.
-def cli_run(scenario: str, out: str, seed: Optional[int] = None, set: Sequence[str] = ...,
-            progress: bool = False, quiet: bool = False, max_memory: Optional[str] = None,
-            max_capture: Optional[str] = None, max_events: Optional[int] = None,
-            min_disk_free: Optional[str] = None) -> int: ...
-def cli_validate(scenario: str, set: Sequence[str] = ...) -> int: ...
-def cli_live(scenario: str, out: str, seed: Optional[int] = None, set: Sequence[str] = ...,
-             quiet: bool = False) -> int: ...
-def cli_shim_matches(results: str) -> int: ...
-def cli_bench(flows: Sequence[int], rate: str, duration: float, json: Optional[str] = None,
-              udp: bool = False, repeat: int = 1, mix: bool = False, cc: str = "cubic",
-              qdisc: Optional[str] = None) -> int: ...
+# The `wirelab` command: one definition (clap, crates/wirelab-cli) for both front ends.
+def cli_main(argv: Sequence[str]) -> int:
+    """Runs ``wirelab ARGV[1:]`` as the Rust binary would; returns the exit code."""
+def cli_python_commands() -> list[tuple[str, str]]:
+    """``(name, help)`` of the subcommands the Python package implements."""
+def cli_commands() -> list[tuple[str, list[str]]]:
+    """``(name, [--flag, ...])`` of every subcommand."""
 def cli_analyze(capture: str, receiver: Optional[str] = None, interval: str = "1s",
                 classes: Sequence[str] = ..., out: Optional[str] = None, json: Optional[str] = None,
                 strict: bool = False) -> int: ...
@@ -64,13 +65,3 @@ def packetdrill(
     ``status`` (pass/fail/parse_error/unsupported), ``exit_code``, ``message``, ``notes``,
     ``printed`` (``wirelab.packetdrill`` wraps it)."""
 
-def cli_packetdrill(
-    scripts: Sequence[str],
-    profile: str = "linux-6",
-    seed: int = 1,
-    tolerance_usecs: Optional[int] = None,
-    defines: Sequence[str] = ...,
-    verbose: bool = False,
-    json: Optional[str] = None,
-) -> int:
-    """``wirelab packetdrill``; returns the exit code."""

@@ -2,21 +2,59 @@
 from __future__ import annotations
 
 import json
+import shutil
 from functools import cached_property
 from pathlib import Path
+from typing import Optional
 
 import pandas as pd
+
+from .exceptions import WirelabError
+
+#: Every table a run may write (``NAME.csv``), as ``wirelab-run``'s ``output::TABLES``.
+TABLES = ["flows", "connections", "queues", "links", "flow_timeseries", "queue_timeseries", "queue_probe",
+          "tcp_timeseries", "sctp_timeseries", "sctp_path_timeseries", "tcp_rate_timeseries", "shim_matches",
+          "rr_latency"]
 
 
 class Result:
     """The outputs of one run, loaded lazily from its output directory.
 
     Tables are tidy pandas DataFrames (one row per sample); column names follow
-    ``tcp_info``/``ss`` and ``tc -s`` spelling.
+    ``tcp_info``/``ss`` and ``tc -s`` spelling. ``res.plot.cwnd()`` and the other methods
+    of :mod:`wirelab.plots` draw them; in Jupyter a Result shows itself as a summary with
+    plots.
+
+    Raises :class:`FileNotFoundError` if ``out_dir`` is not the output of a run (it has no
+    ``summary.json``).
     """
 
-    def __init__(self, out_dir: Path):
+    def __init__(self, out_dir: Path, _owner: Optional[object] = None):
         self.out_dir = Path(out_dir)
+        # a temporary directory this Result owns (wirelab.run() without out=): removed when
+        # the Result is garbage-collected or the interpreter exits
+        self._owner = _owner
+        if not (self.out_dir / "summary.json").is_file():
+            why = "does not exist" if not self.out_dir.exists() else "has no summary.json"
+            raise FileNotFoundError(f"{self.out_dir}: not the output directory of a wirelab run ({why})")
+
+    @property
+    def plot(self):
+        """Plots of this run: ``res.plot.cwnd()``, ``.srtt()``, ``.rate()``, ``.delivery_rate()``,
+        ``.goodput()``, ``.latency_cdf()``, ``.queue_delay()``, ``.queue()`` (each takes ``ax=``)."""
+        from .plots import PlotAccessor
+        return PlotAccessor(self)
+
+    def save(self, dest) -> "Result":
+        """Copies the outputs to ``dest`` (which must not exist) and returns a Result there:
+        keeps a run made without ``out=`` beyond this Result's lifetime."""
+        dest = Path(dest)
+        shutil.copytree(self.out_dir, dest)
+        return Result(dest)
+
+    def _repr_html_(self) -> str:
+        from .report.notebook import result_html
+        return result_html(self)
 
     def __repr__(self) -> str:
         s = self.summary
@@ -42,6 +80,21 @@ class Result:
     def flows(self) -> pd.DataFrame:
         """Per-application totals."""
         return self._csv("flows.csv")
+
+    @cached_property
+    def connections(self) -> pd.DataFrame:
+        """One row per TCP connection: 5-tuple, client and server app, bytes, receiver
+        goodput, retransmissions of each end, min/mean/max RTT, flow completion time."""
+        return self._csv("connections.csv")
+
+    @cached_property
+    def latency(self) -> pd.DataFrame:
+        """Per-packet latency samples ``name, latency_ms, what`` for the latency CDF: the
+        application delay of TCP flows whose sender and receiver were both captured
+        (``wirelab analyze``), else the queueing delay per flow at probed queues, else
+        the sampled srtt of sending sockets."""
+        from .report.latency import latency_samples
+        return latency_samples(self)
 
     @cached_property
     def queues(self) -> pd.DataFrame:
@@ -107,11 +160,14 @@ class Result:
         return sorted((self.out_dir / "pcap").glob("*.pcap*")) if (self.out_dir / "pcap").exists() else []
 
     def to_parquet(self) -> list[Path]:
-        """Writes every table as Parquet beside its CSV (needs ``pyarrow``)."""
+        """Writes every table as Parquet beside its CSV (needs ``pyarrow``:
+        ``pip install 'wirelab[parquet]'``)."""
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise WirelabError("Result.to_parquet() needs pyarrow: pip install 'wirelab[parquet]'") from None
         written = []
-        for name in ["flows", "queues", "links", "flow_timeseries", "queue_timeseries", "queue_probe",
-                     "tcp_timeseries", "sctp_timeseries", "sctp_path_timeseries", "tcp_rate_timeseries",
-                     "shim_matches", "rr_latency"]:
+        for name in TABLES:
             df = getattr(self, name)
             if len(df.columns):
                 p = self.out_dir / f"{name}.parquet"

@@ -31,6 +31,8 @@ def _overrides(overrides: Optional[Union[Mapping[str, Any], Sequence[str]]]) -> 
 
 
 def _source(scenario: ScenarioLike) -> tuple[Path, Optional[str]]:
+    if hasattr(scenario, "to_dict"):  # wirelab.build scenarios: errors name the builder
+        return Path(f"<{type(scenario).__name__}>"), tomli_w.dumps(scenario.to_dict())
     if isinstance(scenario, Mapping):
         return Path("<dict>"), tomli_w.dumps(dict(scenario))
     return Path(scenario), None
@@ -42,18 +44,29 @@ def run(
     overrides: Optional[Union[Mapping[str, Any], Sequence[str]]] = None,
     out: Optional[Union[str, os.PathLike]] = None,
     progress: Optional[bool] = None,
+    force: bool = False,
 ) -> Result:
-    """Runs a scenario (a TOML path or a dict with the same structure).
+    """Runs a scenario (a TOML path, a dict with the same structure, or a
+    :mod:`wirelab.build` scenario such as ``Dumbbell(...)``).
 
     ``overrides`` maps dotted keys to values (``{"scenario.duration": "20s"}``), exactly
-    like ``wirelab run --set``. Outputs go to ``out`` (a fresh temporary directory if not
-    given). Raises :class:`wirelab.ScenarioError` for invalid scenarios. ``progress``
-    shows a bar with ETA over simulated seconds on stderr (default: when it is a terminal).
+    like ``wirelab run --set``. Outputs go to ``out``, which the run owns: the files of an
+    earlier run there are replaced, and a non-empty directory no run wrote is refused
+    unless ``force``. Without ``out`` they go to a temporary directory that the returned
+    :class:`Result` owns: it is removed when the Result is garbage-collected or Python
+    exits (``res.save(path)`` keeps a copy). Raises :class:`wirelab.ScenarioError` for
+    invalid scenarios. ``progress`` shows a bar with ETA over simulated seconds on stderr
+    (default: when it is a terminal).
     """
     from .progress import Progress
 
     path, text = _source(scenario)
-    out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="wirelab-"))
+    owner = None
+    if out is None:
+        owner = tempfile.TemporaryDirectory(prefix="wirelab-")
+        out_dir = Path(owner.name)
+    else:
+        out_dir = Path(out)
     bar: list = []
 
     def on_progress(t: float, total: float) -> None:
@@ -63,13 +76,15 @@ def run(
 
     try:
         summary = _wirelab.run(str(path), str(out_dir), seed, _overrides(overrides), text,
-                               on_progress if progress is not False else None)
+                               on_progress if progress is not False else None, force)
     except Exception as e:  # noqa: BLE001 - re-raised as the public type
+        if owner is not None:
+            owner.cleanup()
         raise translate(e) from None
     finally:
         if bar:
             bar[0].close()
-    return Result(Path(summary).parent)
+    return Result(Path(summary).parent, _owner=owner)
 
 
 def live(

@@ -213,6 +213,28 @@ impl App {
         }
     }
 
+    /// One line for `wirelab validate --show`: kind, where it sends or listens, and the
+    /// socket options it sets (they act on this app's own socket only).
+    pub fn describe(&self) -> String {
+        fn opts<T: std::fmt::Debug>(o: &[T]) -> String {
+            if o.is_empty() {
+                String::new()
+            } else {
+                format!(", socket options {o:?}")
+            }
+        }
+        match &self.kind {
+            AppKind::UdpCbr(c) => format!("udp-cbr to {} from port {}", c.cfg.dst, c.cfg.src_port),
+            AppKind::UdpSink(k) => format!("udp-sink on port {}", k.cfg.port),
+            AppKind::TcpBulk(b) => format!("{} to {}{}", if b.cfg.exchanges > 0 { "tcp-file" } else { "tcp-bulk" }, b.cfg.dst, opts(&b.cfg.opts)),
+            AppKind::TcpServer(v) => format!("{} on port {}{}", if v.cfg.echo { "tcp-echo" } else { "tcp-sink" }, v.cfg.port, opts(&v.cfg.opts)),
+            AppKind::TcpRr(r) => format!("tcp-rr to {}{}", r.cfg.dst, opts(&r.cfg.opts)),
+            AppKind::TcpThin(t) => format!("tcp-thin to {}{}", t.cfg.dst, opts(&t.cfg.opts)),
+            AppKind::SctpBulk(b) => format!("sctp-bulk to {:?} port {}{}", b.cfg.dst, b.cfg.port, opts(&b.cfg.opts)),
+            AppKind::SctpServer(v) => format!("{} on port {}{}", if v.cfg.echo { "sctp-echo" } else { "sctp-sink" }, v.cfg.port, opts(&v.cfg.opts)),
+        }
+    }
+
     /// True for apps that use the host's TCP/SCTP stack.
     pub fn uses_stack(&self) -> bool {
         !matches!(self.kind, AppKind::UdpCbr(_) | AppKind::UdpSink(_))

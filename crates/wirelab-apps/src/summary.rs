@@ -149,6 +149,9 @@ impl App {
                 s.proto = if sctp && tcp { "tcp+sctp" } else if sctp { "sctp" } else { "tcp" };
                 s.conns = v.conns.len() as u64;
                 s.rx_bytes = v.rx_bytes();
+                // segments received (`tcpi_segs_in`: data, and the handshake's and FIN's)
+                s.rx_packets = v.conns.iter().filter_map(|c| c.last_info.map(|i| i.segs_in)).sum();
+                s.tx_packets = v.conns.iter().filter_map(|c| c.last_info.map(|i| i.segs_out)).sum();
                 s.tx_bytes = v.conns.iter().map(|c| c.tx_bytes).sum();
                 s.retrans = v.conns.iter().filter_map(|c| c.last_info.map(|i| i.total_retrans as u64)).sum::<u64>()
                     + v.conns.iter().filter_map(|c| c.last_sctp.map(|x| x.retransmits)).sum::<u64>();

@@ -132,6 +132,9 @@ pub struct ClientState {
     pub transport: &'static str,
     /// Final counters of the SCTP association when the shim carried the stream over SCTP.
     pub last_sctp: Option<wirelab_sctp::AssocStats>,
+    /// `(local, remote)` of the TCP connection, once known (the 4-tuple that pairs it with
+    /// the server's end in `connections.csv`).
+    pub addrs: Option<(SocketAddrV4, SocketAddrV4)>,
     /// Running SHA-256 of the data bytes written, when the app asks for it.
     pub sha256: Option<Sha256>,
 }
@@ -154,6 +157,7 @@ impl Default for ClientState {
             last_info: None,
             transport: "",
             last_sctp: None,
+            addrs: None,
             sha256: None,
         }
     }
@@ -164,6 +168,7 @@ impl ClientState {
     fn connected(&mut self, ctx: &mut AppCtx, s: SocketId) {
         self.t_connected = Some(ctx.now);
         self.transport = ctx.sockets.transport(s);
+        self.addrs = ctx.sockets.addrs(s).or(self.addrs);
     }
 
     /// The peer's FIN: after our own FIN it completes the transfer; closes the socket.
@@ -210,6 +215,7 @@ fn connect_alt(ctx: &mut AppCtx, dst: SocketAddrV4, dst_alt: &[Ipv4Addr], opts: 
             }
             ctx.sockets.own_stream(s, ctx.app);
             st.sock = Some(s);
+            st.addrs = ctx.sockets.addrs(s);
             st.phase = ClientPhase::Connecting;
             st.t_start = Some(ctx.now);
             true
@@ -403,6 +409,8 @@ pub struct ServerConn {
     pub sock: SocketId,
     /// Peer.
     pub peer: Option<SocketAddrV4>,
+    /// Local address and port of the accepted connection.
+    pub local: Option<SocketAddrV4>,
     /// Bytes read.
     pub rx_bytes: u64,
     /// Bytes written (echo, exchange replies).
@@ -529,13 +537,14 @@ impl TcpServer {
                     if ev == SockEvent::Incoming {
                         while let Some(c) = ctx.sockets.accept(s) {
                             ctx.sockets.own_stream(c, ctx.app);
-                            let peer = ctx.sockets.addrs(c).map(|(_, r)| r);
+                            let addrs = ctx.sockets.addrs(c);
                             // a reused socket id maps to its newest connection, as the
                             // scan from the newest did
                             self.by_sock.insert(c, self.conns.len());
                             self.conns.push(ServerConn {
                                 sock: c,
-                                peer,
+                                peer: addrs.map(|(_, r)| r),
+                                local: addrs.map(|(l, _)| l),
                                 rx_bytes: 0,
                                 tx_bytes: 0,
                                 first_rx: None,

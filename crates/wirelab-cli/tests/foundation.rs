@@ -139,7 +139,7 @@ fn strip_wall(mut v: serde_json::Value) -> serde_json::Value {
 
 #[test]
 fn same_seed_is_byte_identical_and_another_seed_differs() {
-    let sc = repo_root().join("scenarios/quickstart.toml");
+    let sc = repo_root().join("scenarios/udp-bottleneck.toml");
     let mut outs = Vec::new();
     for (i, seed) in [1u64, 1, 2].iter().enumerate() {
         let out = tmp(&format!("det{i}"));
@@ -162,7 +162,7 @@ fn tshark_finds_no_errors_in_the_bundled_capture() {
         return;
     }
     let out = tmp("tshark");
-    run_scenario(&repo_root().join("scenarios/quickstart.toml"), &out, None, &[], |_, _| {}).map_err(|e| e.1).unwrap();
+    run_scenario(&repo_root().join("scenarios/udp-bottleneck.toml"), &out, None, &[], |_, _| {}).map_err(|e| e.1).unwrap();
     for f in ["pcap/r1-eth2.pcap", "pcap/h3-eth0.pcap"] {
         let o = Command::new("tshark")
             .args(["-r", out.join(f).to_str().unwrap(), "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE", "-q", "-z", "expert,note"])

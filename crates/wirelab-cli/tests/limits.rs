@@ -22,7 +22,7 @@ fn summary(out: &Path) -> serde_json::Value {
 #[test]
 fn a_long_captured_run_stops_at_the_capture_limit_with_partial_results() {
     let out = common::tmp("limits", "capture");
-    let q = repo().join("scenarios/quickstart.toml");
+    let q = repo().join("scenarios/udp-bottleneck.toml");
     let (code, err) = wirelab(&["run", q.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--set", "scenario.duration=1000000s", "--max-capture", "5MB", "--max-memory", "none"]);
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("error: resource limit: capture files reached") && err.contains("(--max-capture 5.00 MiB) at "), "{err}");
@@ -50,7 +50,7 @@ fn a_long_captured_run_stops_at_the_capture_limit_with_partial_results() {
 fn one_nanosecond_sampling_is_refused_before_the_run() {
     // before: "memory allocation of 7 bytes failed", exit 134
     let out = common::tmp("limits", "sample");
-    let q = repo().join("scenarios/quickstart.toml");
+    let q = repo().join("scenarios/udp-bottleneck.toml");
     let (code, err) = wirelab(&["run", q.to_str().unwrap(), "--out", out.to_str().unwrap(), "--set", "measure.sample_interval=1ns", "--max-memory", "4GB"]);
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("measure.sample_interval = 1ns over 10s makes 10000000001 samples of ~16 time-series rows: about 18.63 TiB in memory, above --max-memory 4.00 GiB"), "{err}");
@@ -111,7 +111,7 @@ rate = "1mbit"
 #[test]
 fn event_limit_and_disk_reserve() {
     let out = common::tmp("limits", "events");
-    let q = repo().join("scenarios/quickstart.toml");
+    let q = repo().join("scenarios/udp-bottleneck.toml");
     let (code, err) = wirelab(&["run", q.to_str().unwrap(), "--out", out.to_str().unwrap(), "-q", "--max-events", "50000"]);
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("--max-events 50000 reached at"), "{err}");
@@ -130,10 +130,11 @@ fn a_scenario_too_big_to_parse_is_refused_before_reading_it() {
     let dir = common::tmp("limits", "big");
     let f = dir.join("big.toml");
     // 1 MB of comments is enough to exceed a 10 MB limit at ~70 bytes of memory per byte
-    let text = format!("{}{}", "# padding\n".repeat(100_000), std::fs::read_to_string(repo().join("scenarios/quickstart.toml")).unwrap());
-    std::fs::write(&f, text).unwrap();
+    let text = format!("{}{}", "# padding\n".repeat(100_000), std::fs::read_to_string(repo().join("scenarios/udp-bottleneck.toml")).unwrap());
+    std::fs::write(&f, &text).unwrap();
     let (code, err) = wirelab(&["run", f.to_str().unwrap(), "--out", dir.join("o").to_str().unwrap(), "--max-memory", "10MB"]);
     assert_eq!(code, 3, "{err}");
-    assert!(err.contains("big.toml is 978.27 KiB") && err.contains("parsing it needs about") && err.contains("above --max-memory 10.00 MiB"), "{err}");
+    let kib = format!("big.toml is {:.2} KiB", text.len() as f64 / 1024.0);
+    assert!(err.contains(&kib) && err.contains("parsing it needs about") && err.contains("above --max-memory 10.00 MiB"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

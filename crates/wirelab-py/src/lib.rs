@@ -10,12 +10,14 @@ create_exception!(_wirelab, ScenarioError, PyValueError, "A scenario file is inv
 
 /// Runs a scenario file (or TOML text if `text` is given; `path` then names it in errors),
 /// writing outputs into `out`. Returns the path of `summary.json`. `progress`, if given, is
-/// called as `progress(simulated_seconds, total_seconds)` about 200 times per run (with the
-/// GIL held; the simulation itself runs without it).
+/// called as `progress(simulated_seconds, total_seconds)` about 1000 times per run (with the
+/// GIL held; the simulation itself runs without it). `out` is owned by the run: the files of
+/// an earlier run there are removed first, and a non-empty directory no run wrote is
+/// refused (`ScenarioError`) unless `force`.
 #[pyfunction]
-#[pyo3(signature = (path, out, seed=None, overrides=Vec::new(), text=None, progress=None))]
+#[pyo3(signature = (path, out, seed=None, overrides=Vec::new(), text=None, progress=None, force=false))]
 #[allow(clippy::too_many_arguments)]
-fn run(py: Python<'_>, path: PathBuf, out: PathBuf, seed: Option<u64>, overrides: Vec<String>, text: Option<String>, progress: Option<Py<PyAny>>) -> PyResult<String> {
+fn run(py: Python<'_>, path: PathBuf, out: PathBuf, seed: Option<u64>, overrides: Vec<String>, text: Option<String>, progress: Option<Py<PyAny>>, force: bool) -> PyResult<String> {
     let r = py.detach(move || {
         let sc = match &text {
             Some(t) => wirelab_scenario::Scenario::from_text(&path.display().to_string(), t, &overrides),
@@ -32,10 +34,11 @@ fn run(py: Python<'_>, path: PathBuf, out: PathBuf, seed: Option<u64>, overrides
                 });
             }
         };
-        wirelab_run::run_loaded(&sc, &out, seed, &mut cb).map(|_| out.join("summary.json"))
+        wirelab_run::run_loaded_opts(&sc, &out, seed, &wirelab_run::Limits::default(), force, &mut cb).map(|_| out.join("summary.json"))
     });
     match r {
         Ok(p) => Ok(p.display().to_string()),
+        Err((2, m)) if m.starts_with("error: --out ") => Err(pyo3::exceptions::PyFileExistsError::new_err(m.trim_start_matches("error: ").to_string())),
         Err((2, m)) => Err(ScenarioError::new_err(m.trim_start_matches("error: ").to_string())),
         Err((_, m)) => Err(PyOSError::new_err(m)),
     }
@@ -83,13 +86,6 @@ fn live(py: Python<'_>, path: PathBuf, out: PathBuf, seed: Option<u64>, override
         Err((2, m)) => Err(ScenarioError::new_err(m.trim_start_matches("error: ").to_string())),
         Err((_, m)) => Err(PyOSError::new_err(m)),
     }
-}
-
-/// `wirelab live`.
-#[pyfunction]
-#[pyo3(signature = (scenario, out, seed=None, set=Vec::new(), quiet=false))]
-fn cli_live(py: Python<'_>, scenario: PathBuf, out: PathBuf, seed: Option<u64>, set: Vec<String>, quiet: bool) -> i32 {
-    py.detach(move || wirelab_live::live_command(&scenario, &out, seed, &set, quiet))
 }
 
 /// Validates a scenario; raises `ScenarioError` if it is invalid.
@@ -142,73 +138,29 @@ fn packetdrill(
         .collect()
 }
 
-// The `wirelab` command's Rust subcommands, for `wirelab.cli` (argparse there; the
-// pipeline and the printing are wirelab-run's, the same code the Rust binary runs).
-// Each returns the exit code.
+// The `wirelab` command: its one definition is clap's in `wirelab-cli`; the pip-installed
+// command (`python/wirelab/cli.py`) hands its arguments here, except for the subcommands
+// written in Python, which `cli_python_commands` lists.
 
-/// `wirelab run`.
+/// Runs `wirelab ARGS...` (`argv` includes the program name) and returns the exit code.
 #[pyfunction]
-#[pyo3(signature = (scenario, out, seed=None, set=Vec::new(), progress=false, quiet=false, max_memory=None, max_capture=None, max_events=None, min_disk_free=None))]
-#[allow(clippy::too_many_arguments)]
-fn cli_run(
-    py: Python<'_>,
-    scenario: PathBuf,
-    out: PathBuf,
-    seed: Option<u64>,
-    set: Vec<String>,
-    progress: bool,
-    quiet: bool,
-    max_memory: Option<String>,
-    max_capture: Option<String>,
-    max_events: Option<u64>,
-    min_disk_free: Option<String>,
-) -> i32 {
-    let limits = match wirelab_run::Limits::default().with_flags(max_memory.as_deref(), max_capture.as_deref(), max_events, min_disk_free.as_deref()) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 2;
-        }
-    };
-    py.detach(move || wirelab_run::run_command(&scenario, &out, seed, &set, progress, quiet, &limits))
+fn cli_main(py: Python<'_>, argv: Vec<String>) -> i32 {
+    py.detach(move || wirelab_cli::main_with_args(argv))
 }
 
-/// `wirelab validate`.
+/// `(name, one-line help)` of the subcommands the Python package implements.
 #[pyfunction]
-#[pyo3(signature = (scenario, set=Vec::new()))]
-fn cli_validate(scenario: PathBuf, set: Vec<String>) -> i32 {
-    wirelab_run::validate_command(&scenario, &set)
+fn cli_python_commands() -> Vec<(String, String)> {
+    wirelab_cli::python_commands()
 }
 
-/// `wirelab shim-matches`.
+/// `(name, [--flag, ...])` of every subcommand, as the command line defines them.
 #[pyfunction]
-fn cli_shim_matches(results: PathBuf) -> i32 {
-    wirelab_run::shim_matches_command(&results)
+fn cli_commands() -> Vec<(String, Vec<String>)> {
+    wirelab_cli::commands()
 }
 
-/// `wirelab bench`.
-#[pyfunction]
-#[pyo3(signature = (flows, rate, duration, json=None, udp=false, repeat=1, mix=false, cc="cubic".to_string(), qdisc=None))]
-#[allow(clippy::too_many_arguments)]
-fn cli_bench(py: Python<'_>, flows: Vec<u32>, rate: String, duration: f64, json: Option<PathBuf>, udp: bool, repeat: u32, mix: bool, cc: String, qdisc: Option<String>) -> i32 {
-    let load = wirelab_run::bench::BenchLoad { udp, cc, qdisc };
-    py.detach(move || wirelab_run::bench::bench(&wirelab_run::bench::BenchOptions { flows, rate, duration_s: duration, load, repeat, mix, json }))
-}
-
-/// `wirelab packetdrill`.
-#[pyfunction]
-#[pyo3(signature = (scripts, profile="linux-6".to_string(), seed=1, tolerance_usecs=None, defines=Vec::new(), verbose=false, json=None))]
-#[allow(clippy::too_many_arguments)]
-fn cli_packetdrill(py: Python<'_>, scripts: Vec<PathBuf>, profile: String, seed: u64, tolerance_usecs: Option<i64>, defines: Vec<String>, verbose: bool, json: Option<PathBuf>) -> i32 {
-    let mut opts = wirelab_packetdrill::Options { profile, seed, tolerance_usecs, ..Default::default() };
-    if let Err(e) = wirelab_packetdrill::command::add_defines(&mut opts, &defines) {
-        eprintln!("error: {e}");
-        return 2;
-    }
-    py.detach(move || wirelab_packetdrill::command::command(&scripts, &opts, verbose, json.as_deref()))
-}
-
-/// `wirelab analyze`.
+/// `wirelab analyze` with its arguments already parsed (for the reproduction scripts).
 #[pyfunction]
 #[pyo3(signature = (capture, receiver=None, interval="1s".to_string(), classes=Vec::new(), out=None, json=None, strict=false))]
 #[allow(clippy::too_many_arguments)]
@@ -223,21 +175,30 @@ fn cli_analyze(py: Python<'_>, capture: PathBuf, receiver: Option<PathBuf>, inte
     })
 }
 
+/// Analyses a sender capture (and optionally a receiver capture on the same clock) as
+/// `wirelab analyze` does, without printing or writing files: returns `{"segments": CSV
+/// text, "flows": CSV text}` for the report and `Result.latency`.
+#[pyfunction]
+#[pyo3(signature = (sender, receiver=None))]
+fn analyze_tables(py: Python<'_>, sender: PathBuf, receiver: Option<PathBuf>) -> PyResult<std::collections::BTreeMap<String, String>> {
+    let opts = wirelab_analyze::AnalyzeOptions { interval: wirelab_core::Duration::from_secs(1), classes: Vec::new(), strict: false };
+    let a = py.detach(|| wirelab_analyze::analyze(&sender, receiver.as_deref(), &opts)).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok([("segments".to_string(), a.segments_csv()), ("flows".to_string(), a.flows_csv())].into_iter().collect())
+}
+
 #[pymodule]
 fn _wirelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("WirelabError", m.py().get_type::<WirelabError>())?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(analyze_tables, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_python_commands, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_commands, m)?)?;
     m.add_function(wrap_pyfunction!(live, m)?)?;
-    m.add_function(wrap_pyfunction!(cli_live, m)?)?;
-    m.add_function(wrap_pyfunction!(cli_run, m)?)?;
-    m.add_function(wrap_pyfunction!(cli_validate, m)?)?;
-    m.add_function(wrap_pyfunction!(cli_shim_matches, m)?)?;
-    m.add_function(wrap_pyfunction!(cli_bench, m)?)?;
     m.add_function(wrap_pyfunction!(cli_analyze, m)?)?;
     m.add_function(wrap_pyfunction!(packetdrill, m)?)?;
-    m.add_function(wrap_pyfunction!(cli_packetdrill, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

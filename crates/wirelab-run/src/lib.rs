@@ -17,8 +17,11 @@ use wirelab_scenario::{BuildOptions, Scenario};
 use wirelab_sim::RunResults;
 
 pub mod bench;
+pub mod console;
 pub mod limits;
+pub mod outdir;
 pub mod output;
+mod progress;
 
 pub use limits::Limits;
 
@@ -46,7 +49,7 @@ pub fn run_scenario_with(scenario: &Path, out: &Path, seed: Option<u64>, set: &[
 }
 
 /// Runs an already parsed scenario with the default [`Limits`], writing outputs into
-/// `out`. `progress(simulated s, total s)` is called about 200 times per run.
+/// `out`. `progress(simulated s, total s)` is called about 1000 times per run.
 pub fn run_loaded(sc: &Scenario, out: &Path, seed: Option<u64>, progress: &mut dyn FnMut(f64, f64)) -> Result<RunOutcome, (i32, String)> {
     run_loaded_with(sc, out, seed, &Limits::default(), progress)
 }
@@ -56,14 +59,26 @@ pub fn run_loaded(sc: &Scenario, out: &Path, seed: Option<u64>, progress: &mut d
 /// is written for the part that ran (summary.json says `stopped_by_limit`), and the result
 /// is `Err((3, message))`.
 pub fn run_loaded_with(sc: &Scenario, out: &Path, seed: Option<u64>, limits: &Limits, progress: &mut dyn FnMut(f64, f64)) -> Result<RunOutcome, (i32, String)> {
-    std::fs::create_dir_all(out).map_err(|e| (1, format!("error: cannot create {}: {e}", out.display())))?;
+    run_loaded_opts(sc, out, seed, limits, false, progress)
+}
+
+/// [`run_loaded_with`] that, with `force`, also writes into a non-empty directory no
+/// `wirelab run` wrote (see [`outdir`]: a run owns its output directory and clears the
+/// files of the run before it).
+pub fn run_loaded_opts(sc: &Scenario, out: &Path, seed: Option<u64>, limits: &Limits, force: bool, progress: &mut dyn FnMut(f64, f64)) -> Result<RunOutcome, (i32, String)> {
+    outdir::prepare(out, force, &[Path::new(&sc.file)])?;
+    let marker = |captures: &[std::path::PathBuf]| {
+        outdir::write_marker(out, &outdir::planned_files(out, captures, output::TABLES)).map_err(|e| (1, format!("error: writing {}: {e}", out.join(outdir::MARKER).display())))
+    };
+    marker(&[])?;
     limits::preflight(sc, out, limits).map_err(|e| (limits::EXIT_LIMIT, format!("error: resource limit: {e}")))?;
     let built = sc.build(&BuildOptions { seed, out_dir: Some(out.to_path_buf()), live: false }).map_err(|e| (2, format!("error: {e}")))?;
+    marker(&built.captures)?;
     let mut sim = built.sim;
     sim.set_watch(limits::WATCH_EVERY, limits::watch(limits.clone(), built.captures.clone(), out.to_path_buf()));
     let total = built.duration.as_secs_f64();
     let wall = WallInstant::now();
-    let every = Duration::from_nanos((built.duration.as_nanos() / 200).max(1));
+    let every = Duration::from_nanos((built.duration.as_nanos() / 1000).max(1));
     sim.run(Instant::ZERO + built.duration, every, &mut |t| progress(t.as_secs_f64(), total));
     let wall_seconds = wall.elapsed().as_secs_f64();
     let results = sim.finish().map_err(|e| (1, format!("error: writing captures: {e}")))?;
@@ -83,33 +98,59 @@ pub fn validate(scenario: &Path, set: &[String]) -> Result<Scenario, wirelab_sce
     Scenario::load(scenario, set).and_then(|s| s.build(&BuildOptions { live: true, ..Default::default() }).map(|_| s))
 }
 
-/// `wirelab run`: runs a scenario with a progress bar on a terminal (or with
-/// `force_progress`), then prints the one-line result and per-flow lines unless `quiet`.
-pub fn run_command(scenario: &Path, out: &Path, seed: Option<u64>, set: &[String], force_progress: bool, quiet: bool, limits: &Limits) -> i32 {
-    use std::io::IsTerminal;
-    let show = !quiet && (force_progress || std::io::stderr().is_terminal());
-    let bar = if show {
-        let b = indicatif::ProgressBar::new(1000);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {msg} (eta {eta})").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        Some(b)
-    } else {
-        None
-    };
-    let r = run_scenario_with(scenario, out, seed, set, limits, |t, total| {
-        if let Some(b) = &bar {
-            b.set_position(((t / total) * 1000.0) as u64);
-            b.set_message(format!("{t:.1}/{total:.1} s simulated"));
-        }
-    });
-    if let Some(b) = &bar {
-        b.finish_and_clear();
+/// What `wirelab run` was asked to do (the front ends fill it from their flags).
+#[derive(Clone, Debug, Default)]
+pub struct RunArgs {
+    /// Scenario TOML file.
+    pub scenario: std::path::PathBuf,
+    /// Output directory; `None` = `results/NAME` (the scenario's name), as `wirelab sweep`.
+    pub out: Option<std::path::PathBuf>,
+    /// Run seed (overrides `scenario.seed`).
+    pub seed: Option<u64>,
+    /// `--set KEY=VALUE` overrides.
+    pub set: Vec<String>,
+    /// Show progress even when stderr is not a terminal (plain lines then).
+    pub progress: bool,
+    /// Print nothing but errors.
+    pub quiet: bool,
+    /// Write into a non-empty directory that no `wirelab run` wrote.
+    pub force: bool,
+    /// Resource limits.
+    pub limits: Limits,
+}
+
+/// The default output directory of a run: `results/NAME`, NAME being `scenario.name`
+/// (file-name characters only), as `wirelab sweep` defaults to `results/NAME`.
+pub fn default_out(sc: &Scenario) -> std::path::PathBuf {
+    let name: String = sc.doc.scenario.name.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
+    let name = if name.is_empty() || name.starts_with('.') { format!("run{name}") } else { name };
+    std::path::Path::new("results").join(name)
+}
+
+/// `wirelab run`: runs a scenario with a progress bar on a terminal (with `progress` and
+/// no terminal: a plain line every few seconds), then prints the one-line result, a line
+/// per flow and per TCP connection, unless `quiet`.
+pub fn run_command(a: &RunArgs) -> i32 {
+    let size = std::fs::metadata(&a.scenario).map(|m| m.len()).unwrap_or(0);
+    if let Err(e) = limits::check_text_size(&a.scenario.display().to_string(), size, &a.limits) {
+        eprintln!("error: resource limit: {e}");
+        return limits::EXIT_LIMIT;
     }
+    let sc = match Scenario::load(&a.scenario, &a.set) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let out = a.out.clone().unwrap_or_else(|| default_out(&sc));
+    let mut shown = progress::Shown::new(!a.quiet, a.progress);
+    let r = run_loaded_opts(&sc, &out, a.seed, &a.limits, a.force, &mut |t, total| shown.update(t, total));
+    shown.finish();
     match r {
         Ok(o) => {
-            if !quiet {
-                print_outcome(out, &o);
+            if !a.quiet {
+                print_outcome(&out, &o);
             }
             0
         }
@@ -134,20 +175,19 @@ fn print_outcome(out: &Path, o: &RunOutcome) {
         r.events as f64 / o.wall_seconds.max(1e-9),
         r.fingerprint
     );
-    for f in &r.flows {
-        if f.rx_packets > 0 {
-            let _ = writeln!(so, "  {:<16} rx {:>9} pkts  {:>10.3} Mbit/s  loss {:>6.3}%  delay {:.3}/{:.3}/{:.3} ms", f.name, f.rx_packets, f.goodput_bps / 1e6, f.loss_ratio * 100.0, f.delay_min_ms, f.delay_mean_ms, f.delay_max_ms);
-        } else if f.tx_packets > 0 {
-            let _ = writeln!(so, "  {:<16} tx {:>9} pkts", f.name, f.tx_packets);
-        }
-    }
+    let _ = write!(so, "{}", console::summary_lines(r));
 }
 
-/// `wirelab validate`: prints `FILE: ok (…)` or the error.
-pub fn validate_command(scenario: &Path, set: &[String]) -> i32 {
-    match validate(scenario, set) {
-        Ok(s) => {
+/// `wirelab validate`: prints `FILE: ok (…)` or the error; with `show`, the network the
+/// scenario builds (nodes, interfaces, addresses, qdiscs, links, routes, apps).
+pub fn validate_command(scenario: &Path, set: &[String], show: bool) -> i32 {
+    let r = Scenario::load(scenario, set).and_then(|s| s.build(&BuildOptions::default()).map(|b| (s, b)));
+    match r {
+        Ok((s, b)) => {
             println!("{}: ok ({} nodes, {} links, {} apps)", scenario.display(), s.doc.nodes.len(), s.doc.links.len(), s.doc.apps.len());
+            if show {
+                print!("{}", b.sim.describe());
+            }
             0
         }
         Err(e) => {

@@ -23,6 +23,22 @@ struct Summary<'a> {
     files: Vec<String>,
 }
 
+/// Every table a run may write (`NAME.csv`), in the order of docs/scenario.md.
+pub const TABLES: &[&str] = &[
+    "flows",
+    "connections",
+    "queues",
+    "links",
+    "flow_timeseries",
+    "queue_timeseries",
+    "queue_probe",
+    "tcp_timeseries",
+    "sctp_timeseries",
+    "sctp_path_timeseries",
+    "tcp_rate_timeseries",
+    "shim_matches",
+];
+
 fn rel(out: &Path, p: &Path) -> String {
     p.strip_prefix(out).unwrap_or(p).display().to_string()
 }
@@ -31,6 +47,9 @@ fn rel(out: &Path, p: &Path) -> String {
 pub fn write_all(out: &Path, sc: &Scenario, r: &RunResults, wall_seconds: f64, captures: &[PathBuf]) -> std::io::Result<()> {
     let mut files: Vec<String> = captures.iter().map(|p| rel(out, p)).collect();
     files.extend(["flows.csv", "queues.csv", "links.csv", "flow_timeseries.csv", "queue_timeseries.csv"].map(String::from));
+    if !r.connections.is_empty() {
+        files.push("connections.csv".into());
+    }
     if !r.tcp_series.is_empty() {
         files.push("tcp_timeseries.csv".into());
     }
@@ -63,6 +82,9 @@ pub fn write_all(out: &Path, sc: &Scenario, r: &RunResults, wall_seconds: f64, c
     f.flush()?;
 
     table(out, "flows.csv", &r.flows)?;
+    if !r.connections.is_empty() {
+        table(out, "connections.csv", &r.connections)?;
+    }
     let mut w = csv(out, "queues.csv", "dev,kind,classid,sent_packets,sent_bytes,drops,overlimits,qlen,backlog_bytes")?;
     for q in &r.queues {
         writeln!(w, "{},{},,{},{},{},{},{},{}", q.dev, q.kind, q.sent_packets, q.sent_bytes, q.drops, q.overlimits, q.qlen, q.backlog_bytes)?;

@@ -20,7 +20,7 @@ mod validate;
 
 pub use build::{capture_path, BuildOptions, Built, PROFILES};
 pub use error::{key_path_at, ScenarioError};
-pub use overrides::apply_overrides;
+pub use overrides::{apply_overrides, apply_overrides_located, OverrideSpans};
 pub use schema::*;
 pub use validate::{valid_iface_name, MAX_DURATION};
 
@@ -37,16 +37,22 @@ pub struct Scenario {
     pub doc: ScenarioFile,
     /// Node name → index, built on first lookup (large scenarios have thousands of nodes).
     node_ix: std::sync::OnceLock<std::collections::BTreeMap<String, usize>>,
+    /// Where `--set` overrides landed in `source`: errors there name the override.
+    overrides: OverrideSpans,
 }
 
 impl Scenario {
     /// Parses `text`; `file` names it in errors.
     pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+        Self::parse_with(file, text, OverrideSpans::new())
+    }
+
+    fn parse_with(file: &str, text: &str, overrides: OverrideSpans) -> Result<Scenario, ScenarioError> {
         let doc: ScenarioFile = toml::from_str(text).map_err(|e| {
             let off = e.span().map(|s| s.start).unwrap_or(0);
-            ScenarioError::at(file, text, off, None, e.message().trim().to_string())
+            located(file, text, &overrides, off, e.message().trim().to_string())
         })?;
-        let sc = Scenario { file: file.to_string(), source: text.to_string(), doc, node_ix: Default::default() };
+        let sc = Scenario { file: file.to_string(), source: text.to_string(), doc, node_ix: Default::default(), overrides };
         sc.validate()?;
         Ok(sc)
     }
@@ -82,16 +88,29 @@ impl Scenario {
 
     /// Parses `text` after applying `overrides`.
     pub fn from_text(file: &str, text: &str, overrides: &[String]) -> Result<Scenario, ScenarioError> {
-        let text = if overrides.is_empty() {
-            text.to_string()
-        } else {
-            apply_overrides(file, text, overrides)?
-        };
-        Self::parse(file, &text)
+        if overrides.is_empty() {
+            return Self::parse(file, text);
+        }
+        let (text, spans) = apply_overrides_located(file, text, overrides)?;
+        Self::parse_with(file, &text, spans)
     }
 
-    /// An error at the position of `span` (a byte range into [`Scenario::source`]).
+    /// An error at the position of `span` (a byte range into [`Scenario::source`]); one in
+    /// a value a `--set` override put there names the override instead of a line.
     pub fn error_at(&self, span: core::ops::Range<usize>, message: impl Into<String>) -> ScenarioError {
-        ScenarioError::at(&self.file, &self.source, span.start, None, message.into())
+        located(&self.file, &self.source, &self.overrides, span.start, message.into())
     }
+}
+
+/// [`ScenarioError::at`], unless `offset` is inside an override's `key = value`: then the
+/// error names the override (`--set KEY=VALUE`) and no line, since that text is not in the
+/// user's file.
+fn located(file: &str, source: &str, overrides: &OverrideSpans, offset: usize, message: String) -> ScenarioError {
+    let mut e = ScenarioError::at(file, source, offset, None, message);
+    if let Some((_, ov)) = overrides.iter().find(|(r, _)| r.contains(&offset)) {
+        e.line = 0;
+        e.col = 0;
+        e.message = format!("--set `{ov}`: {}", e.message);
+    }
+    e
 }

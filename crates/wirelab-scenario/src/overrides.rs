@@ -1,9 +1,16 @@
 //! `--set key=value` overrides, applied to the TOML text before parsing so that error
 //! positions still point into (nearly) the user's file.
 use crate::ScenarioError;
+use core::ops::Range;
 use toml_edit::{DocumentMut, Item, TableLike, Value};
 
 type Seg = (String, Option<usize>);
+
+/// Where each override landed in the text [`apply_overrides_located`] returns: the byte
+/// range of its `key = value`, and the override as the user wrote it. An error whose
+/// position falls in such a range is the override's fault, not the file's
+/// ([`crate::Scenario::error_at`] names the override then, not a line of the file).
+pub type OverrideSpans = Vec<(Range<usize>, String)>;
 
 /// Applies `key=value` overrides. Keys are dotted paths; arrays of tables are addressed
 /// by index (`link[1].netem`) or by their `name` (`link.bottleneck.netem`). A segment in
@@ -12,6 +19,11 @@ type Seg = (String, Option<usize>);
 /// both work (a missing `sysctl` table is created). Values are parsed as TOML (`20`,
 /// `true`, `"x"`) and otherwise taken as strings (`20s`).
 pub fn apply_overrides(file: &str, text: &str, overrides: &[String]) -> Result<String, ScenarioError> {
+    apply_overrides_located(file, text, overrides).map(|(t, _)| t)
+}
+
+/// [`apply_overrides`], also returning where each override landed in the new text.
+pub fn apply_overrides_located(file: &str, text: &str, overrides: &[String]) -> Result<(String, OverrideSpans), ScenarioError> {
     let err = |msg: String| ScenarioError { file: file.to_string(), line: 0, col: 0, key: String::new(), message: msg };
     let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
         ScenarioError::at(file, text, e.span().map(|s| s.start).unwrap_or(0), None, e.message().to_string())
@@ -27,9 +39,44 @@ pub fn apply_overrides(file: &str, text: &str, overrides: &[String]) -> Result<S
         if segs.is_empty() {
             return Err(err(format!("override `{ov}` has an empty key")));
         }
-        set(doc.as_table_mut(), &segs, value).map_err(|m| ScenarioError { key: path.trim().to_string(), ..err(format!("override `{ov}`: {m}")) })?;
+        set(doc.as_table_mut(), &segs, value).map_err(|m| ScenarioError { key: path.trim().to_string(), ..err(format!("--set `{ov}`: {m}")) })?;
     }
-    Ok(doc.to_string())
+    let out = doc.to_string();
+    // the spans of the overridden values in the new text (a re-parse keeps positions)
+    let mut spans = OverrideSpans::new();
+    if let Ok(d) = toml_edit::Document::parse(out.as_str()) {
+        for ov in overrides {
+            let Some((path, _)) = ov.split_once('=') else { continue };
+            if let Some(r) = locate(d.as_table(), &split_path(path.trim())) {
+                spans.push((r, ov.clone()));
+            }
+        }
+    }
+    Ok((out, spans))
+}
+
+/// The byte range of `key = value` that `segs` addresses (the same addressing as `set`).
+fn locate(t: &dyn TableLike, segs: &[Seg]) -> Option<Range<usize>> {
+    let ((name, idx), rest) = segs.split_first()?;
+    let (k, item) = t.get_key_value(name)?;
+    if rest.is_empty() && idx.is_none() {
+        let (ks, vs) = (k.span()?, item.span()?);
+        return Some(ks.start.min(vs.start)..ks.end.max(vs.end));
+    }
+    match item {
+        Item::ArrayOfTables(arr) => {
+            let (pos, rest) = match idx {
+                Some(i) => (*i, rest),
+                None => {
+                    let want = rest.first().map(|s| s.0.as_str())?;
+                    (arr.iter().position(|e| e.get("name").and_then(|v| v.as_str()) == Some(want))?, &rest[1..])
+                }
+            };
+            locate(arr.get(pos)?, rest)
+        }
+        other if idx.is_none() => locate(other.as_table_like()?, rest),
+        _ => None,
+    }
 }
 
 fn set(t: &mut dyn TableLike, segs: &[Seg], value: Value) -> Result<(), String> {
@@ -58,10 +105,11 @@ fn set(t: &mut dyn TableLike, segs: &[Seg], value: Value) -> Result<(), String> 
                 Some(k) => (*k, rest),
                 None => {
                     let want = rest.first().map(|s| s.0.as_str()).unwrap_or("");
-                    let p = arr
-                        .iter()
-                        .position(|e| e.get("name").and_then(|v| v.as_str()) == Some(want))
-                        .ok_or_else(|| format!("`{name}` is a list; address an entry as {name}[N] or by its name"))?;
+                    let names: Vec<&str> = arr.iter().filter_map(|e| e.get("name").and_then(|v| v.as_str())).collect();
+                    let p = arr.iter().position(|e| e.get("name").and_then(|v| v.as_str()) == Some(want)).ok_or_else(|| {
+                        let named = if names.is_empty() { format!("no `{name}` entry has a `name`") } else { format!("named ones: {}", names.join(", ")) };
+                        format!("no `{name}` entry is named `{want}` ({named}); address an entry by its `name` or as {name}[N], N = 0..{}", arr.len().saturating_sub(1))
+                    })?;
                     (p, &rest[1.min(rest.len())..])
                 }
             };
@@ -158,10 +206,19 @@ mod test {
     }
 
     #[test]
+    fn spans_cover_each_override() {
+        let ovs = ["link.bn.netem=rate 2mbit".to_string(), "scenario.seed=7".into(), "link[0].a.node=h2".into()];
+        let (out, spans) = apply_overrides_located("f", SRC, &ovs).unwrap();
+        let texts: Vec<&str> = spans.iter().map(|(r, _)| &out[r.clone()]).collect();
+        assert_eq!(texts, ["netem = \"rate 2mbit\"", "seed = 7", "node = \"h2\""]);
+        assert_eq!(spans.iter().map(|s| s.1.as_str()).collect::<Vec<_>>(), ovs.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+
+    #[test]
     fn bad_paths() {
         assert!(apply_overrides("f", SRC, &["nokey".into()]).is_err());
         let e = apply_overrides("f", SRC, &["link.nope.netem=x".into()]).unwrap_err();
-        assert!(e.message.contains("list"), "{e}");
+        assert_eq!(e.message, "--set `link.nope.netem=x`: no `link` entry is named `nope` (named ones: bn); address an entry by its `name` or as link[N], N = 0..0", "{e}");
         assert!(apply_overrides("f", SRC, &["link[3].netem=x".into()]).is_err());
     }
 }

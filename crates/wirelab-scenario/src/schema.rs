@@ -245,6 +245,12 @@ pub struct AppSpec {
     /// `SCTP_CMT_ON_OFF` / `net.inet.sctp.cmt_on_off` (default: the node's sysctl).
     #[serde(default)]
     pub cmt: Option<Spanned<u8>>,
+    /// Per-socket sysctls of a TCP app, by Linux name, applied as the socket option Linux
+    /// has for them (`net.ipv4.tcp_congestion_control` = `TCP_CONGESTION`, …; see
+    /// `socket_sysctl` in build/apps.rs). Host-wide names are an error naming the node's
+    /// `sysctl` table instead.
+    #[serde(default)]
+    pub sysctl: BTreeMap<String, Spanned<toml::Value>>,
     /// `tcp-thin`: ± uniform jitter on the inter-transmission time (`10ms`).
     #[serde(default)]
     pub jitter: Option<S>,

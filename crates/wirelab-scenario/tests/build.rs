@@ -231,3 +231,49 @@ queue_probe = ["r"]
     let m = error_on(&t.replace("capture = [\"r:eth1\"]", "capture = [\"r:eth7\"]"), "r:eth7");
     assert!(m.contains("has no interface `eth7`") && m.contains("eth0, eth1"), "{m}");
 }
+
+/// Issue 21, item 10: `[[app]] sysctl` sets the socket option Linux has for the name, on
+/// that app's socket only; a host-wide name is an error that says where it goes.
+#[test]
+fn per_app_sysctls_become_socket_options() {
+    let apps = r#"
+[[app]]
+kind = "tcp-bulk"
+node = "a"
+dst = "b:80"
+sysctl = { "net.ipv4.tcp_congestion_control" = "bbr", "net.ipv4.tcp_rdb" = 1 }
+
+[[app]]
+kind = "tcp-bulk"
+node = "a"
+dst = "b:80"
+
+[[app]]
+kind = "tcp-sink"
+node = "b"
+port = 80
+"#;
+    let mut sim = build(&topo(apps)).unwrap();
+    sim.run(Instant::ZERO + Duration::from_millis(300), Duration::ZERO, &mut |_| {});
+    let a = sim.node_id("a").unwrap();
+    let info = |i: usize| match app(&sim, i) {
+        AppKind::TcpBulk(b) => sim.stack(a).unwrap().tcp().info(b.state.sock.unwrap()).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    // the node's default (cubic) for the other app: the option is per socket
+    assert_eq!((info(0).congestion, info(1).congestion), ("bbr", "cubic"));
+    match app(&sim, 0) {
+        AppKind::TcpBulk(b) => assert!(b.cfg.opts.contains(&wirelab_tcp::SockOpt::Rdb(wirelab_tcp::RdbMode::Lcn2015)), "{:?}", b.cfg.opts),
+        other => panic!("{other:?}"),
+    }
+    let cfg = sim.stack(a).unwrap().tcp().config().clone();
+    assert_eq!(cfg.tcp_congestion_control, wirelab_tcp::CongestionAlgo::from_name("cubic").unwrap(), "the host default is untouched");
+
+    let host_wide = topo(&apps.replacen("\"net.ipv4.tcp_rdb\" = 1", "\"net.ipv4.tcp_sack\" = 0", 1));
+    let m = error_on(&host_wide, "tcp_sack");
+    assert!(m.contains("Linux has no per-socket setting for it: it is host-wide, so set it in the node's `sysctl` table"), "{m}");
+    let bad = topo(&apps.replacen("\"bbr\"", "\"bbq\"", 1));
+    assert!(error_on(&bad, "bbq").contains("bbq"));
+    let udp = topo("[[app]]\nkind = \"udp-sink\"\nnode = \"b\"\nport = 9\nsysctl = { \"net.ipv4.tcp_rdb\" = 1 }\n");
+    assert!(error_on(&udp, "tcp_rdb").contains("a `udp-sink` app has no TCP socket"));
+}

@@ -91,7 +91,9 @@ fn base_is_valid() {
 #[test]
 fn interface_names_cannot_escape_the_output_directory() {
     let e = err(&["link[1].b.iface=/../../../tmp/X"]);
-    assert_eq!((e.line, e.key.as_str()), (24, "link[1].b.iface"), "{e}");
+    // the value comes from --set, so the error names the override, not a line (issue 21)
+    assert_eq!((e.line, e.key.as_str()), (0, "link[1].b.iface"), "{e}");
+    assert!(e.message.starts_with("--set `link[1].b.iface=/../../../tmp/X`: "), "{e}");
     assert!(e.message.contains("`/../../../tmp/X` is not a valid interface name: 1 to 15 bytes, without '/', ':' or whitespace"), "{e}");
     for bad in ["..", ".", "a:b", "eth 0", "", "a\\tb", "sixteen-chars-xx"] {
         let e = err(&[&format!("link[0].a.iface=\"{bad}\"")]);
@@ -226,6 +228,29 @@ fn two_listeners_on_one_port() {
     let text = BASE.replace("name = \"h2\"\n", "name = \"h2\"\nshim = [\"local enable any\"]\n");
     let e = Scenario::from_text("v.toml", &format!("{text}\n[[app]]\nkind = \"sctp-sink\"\nnode = \"h2\"\nport = 5001\n"), &[]).unwrap_err();
     assert!(e.message.contains("SCTP port 5001 on node `h2` is already taken by app `tsink`"), "{e}");
+}
+
+/// Issue 21, item 5: an error caused by a `--set` names the override, not a line of the
+/// file (where the overridden value does not appear, or a blank line would).
+#[test]
+fn override_errors_name_the_override() {
+    let f = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/udp-bottleneck.toml");
+    let err = |set: &str| wirelab_scenario::Scenario::load(&f, &[set.to_string()]).and_then(|s| s.build(&wirelab_scenario::BuildOptions::default()).map(|_| ())).unwrap_err();
+    // a bad value, caught by the builder
+    let e = err("link.bottleneck.netem=rate 10xbit");
+    assert_eq!((e.line, e.key.as_str()), (0, "link[2].netem"), "{e}");
+    assert!(e.to_string().contains("--set `link.bottleneck.netem=rate 10xbit`: netem:"), "{e}");
+    // a misspelt key, caught by the schema
+    let e = err("scenario.durration=5s");
+    assert_eq!(e.line, 0, "{e}");
+    assert!(e.to_string().contains("--set `scenario.durration=5s`: unknown field `durration`"), "{e}");
+    // a wrong entry name lists the names there are
+    let e = err("link.bottlenek.netem=rate 1mbit");
+    assert!(e.message.contains("no `link` entry is named `bottlenek` (named ones: bottleneck)"), "{e}");
+    // an error elsewhere in the file still points at its line
+    let bad = std::fs::read_to_string(&f).unwrap().replace("rate = \"4mbit\"", "rate = \"4xbit\"");
+    let e = wirelab_scenario::Scenario::from_text("q.toml", &bad, &["scenario.duration=5s".into()]).and_then(|s| s.build(&wirelab_scenario::BuildOptions::default()).map(|_| ())).unwrap_err();
+    assert!(e.line > 0 && !e.message.contains("--set"), "{e}");
 }
 
 /// `setsockopt` events (seed 003 §6.4): a TCP app by name, at least one option, no link

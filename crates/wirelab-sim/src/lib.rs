@@ -12,6 +12,8 @@
 #![warn(missing_docs)]
 
 pub mod capture;
+pub mod connections;
+mod describe;
 pub mod event;
 pub mod record;
 pub mod results;

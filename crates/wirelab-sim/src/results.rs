@@ -100,6 +100,9 @@ pub struct RunResults {
     pub stopped_by_limit: Option<String>,
     /// Per-application totals.
     pub flows: Vec<FlowSummary>,
+    /// One row per TCP connection, both ends (`connections.csv`).
+    #[serde(skip)]
+    pub connections: Vec<crate::connections::ConnectionSummary>,
     /// Per-queue totals.
     pub queues: Vec<QueueSummary>,
     /// Per-link-direction totals.
@@ -147,6 +150,7 @@ impl Sim {
             a.refresh_final_info(st);
         }
         let flows = self.apps.iter().map(|a| a.summary(&self.nodes[a.node as usize].name)).collect();
+        let connections = self.connection_rows(&self.rec.tcp_series);
         let mut queues = Vec::new();
         for n in &self.nodes {
             for f in &n.ifaces {
@@ -206,6 +210,7 @@ impl Sim {
             fingerprint: format!("{:016x}", self.rec.fingerprint()),
             stopped_by_limit: self.stopped.clone(),
             flows,
+            connections,
             queues,
             links,
             nodes,

@@ -29,60 +29,76 @@ def _optional(res: Result, name: str):
         return res._csv(f"{name}.csv") if hasattr(res, "_csv") else None
 
 
-def socket_plots(res: Result) -> list[str]:
-    """Congestion window and smoothed RTT per TCP socket / SCTP association."""
+def _fig(ax, title: str) -> str:
+    """The figure of ``ax`` embedded, or nothing when the plot had nothing to draw."""
+    if ax is None:
+        return ""
+    return figure(ax.figure, title)  # saved with bbox_inches="tight": no tight_layout() pass
+
+
+def overview(res: Result) -> list[str]:
+    """The first screen: the four plots that answer "who got what, at which delay":
+    goodput per connection, the latency CDF, congestion windows, queueing delay."""
+    from .. import plots as P
+    small = (5.6, 2.9)
     out = []
-    tcp, sctp = _optional(res, "tcp_timeseries"), _optional(res, "sctp_timeseries")
-    for column, ylabel, title in [("cwnd", "cwnd", "Congestion window"), ("srtt_ms", "srtt (ms)", "Smoothed RTT")]:
-        w = window_series(res.flow_timeseries, tcp, sctp, column)
-        if not len(w):
+    for fn, title in [(P.goodput, "Goodput per connection"), (P.latency_cdf, "Latency CDF"),
+                      (P.cwnd, "Congestion window"), (P.queue_delay, "Queueing delay")]:
+        fig, ax = plt.subplots(figsize=small)
+        drawn = fn(res, ax=ax)
+        if drawn is None:
+            plt.close(fig)
             continue
-        fig = series_figure(w.groupby("series", sort=True), "time_s", "value", ylabel, title,
-                            drawstyle="steps-post")
-        out.append(figure(fig, title))
+        out.append(_fig(drawn, title))
+    return ['<div class="grid">', *out, "</div>"] if out else []
+
+
+def socket_plots(res: Result) -> list[str]:
+    """Congestion window, smoothed RTT and delivery rate per sending TCP socket (sinks'
+    sockets, which only ACK, are left out) and SCTP association."""
+    from .. import plots as P
+    out = []
+    for fn, title in [(P.cwnd, "Congestion window"), (P.srtt, "Smoothed RTT"), (P.delivery_rate, "Delivery rate")]:
+        fig, ax = plt.subplots(figsize=(8, 3.2))
+        drawn = fn(res, ax=ax)
+        if drawn is None:
+            plt.close(fig)
+            continue
+        out.append(_fig(drawn, title))
     return out
 
 
 def plots(res: Result) -> list[str]:
+    from .. import plots as P
     out = []
+    for fn, kw, title in [(P.rate, {"direction": "rx"}, "Receive rate per app"),
+                          (P.rate, {"direction": "tx"}, "Send rate per app")]:
+        fig, ax = plt.subplots(figsize=(8, 3.2))
+        drawn = fn(res, ax=ax, **kw)
+        if drawn is None:
+            plt.close(fig)
+        else:
+            out.append(_fig(drawn, title))
     ts = res.flow_timeseries
     if len(ts):
         rx = ts[ts.groupby("flow")["rx_bytes"].transform("max") > 0]
-        tx = ts[ts.groupby("flow")["tx_bytes"].transform("max") > 0]
-        for df, col, title in [(rx, "rx_rate_bps", "Receive rate per flow"), (tx, "tx_rate_bps", "Send rate per flow")]:
-            if not len(df):
-                continue
-            fig = series_figure(df.groupby("flow", sort=True), "time_s", col, "Mbit/s", title, scale=1e-6,
-                                legend={"fontsize": 7, "ncol": 2, "loc": "best"})
-            out.append(figure(fig, title))
-        rx_flows = rx.groupby("flow", sort=True)
-        fig, n = cdf_figure(((name, g["rx_rate_bps"] / 1e6) for name, g in rx_flows),
+        fig, n = cdf_figure(((name, g["rx_rate_bps"] / 1e6) for name, g in rx.groupby("flow", sort=True)),
                             "receive rate per sample (Mbit/s)", "CDF of receive rate")
         if n:
             out.append(figure(fig, "CDF of receive rate"))
         else:
             plt.close(fig)
     out.extend(socket_plots(res))
-    qs = res.queue_timeseries
-    if len(qs):
-        busy = qs[qs.groupby("dev")["backlog"].transform("max") > 0]
-        if len(busy):
-            fig = series_figure(busy.groupby("dev", sort=True), "time_s", "qlen", "packets queued",
-                                "Queue length (sampled)")
-            out.append(figure(fig, "Queue length (sampled)"))
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    drawn = P.queue(res, ax=ax)
+    if drawn is None:
+        plt.close(fig)
+    else:
+        out.append(_fig(drawn, "Queue length (sampled)"))
     probe = res.queue_probe
     if len(probe):
         deq = probe[probe["event"] == "dequeue"]
         if len(deq):
-            fig, ax = plt.subplots(figsize=(8, 3.2))
-            for dev, g in deq.groupby("dev", sort=True):
-                ax.plot(g["time_ns"] / 1e9, g["sojourn_ns"] / 1e6, ".", ms=1.5, label=dev)
-            ax.set_xlabel("time (s)")
-            ax.set_ylabel("sojourn (ms)")
-            ax.set_title("Queue sojourn time per packet (probe)")
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
-            out.append(figure(fig, "Queue sojourn time per packet (probe)"))
             fig, n = cdf_figure(((dev, g["sojourn_ns"] / 1e6) for dev, g in deq.groupby("dev", sort=True)),
                                 "sojourn (ms)", "CDF of queue sojourn time (probe)")
             if n:
@@ -90,6 +106,24 @@ def plots(res: Result) -> list[str]:
             else:
                 plt.close(fig)
     return out
+
+
+HEADLINE = ["client", "server", "cc", "goodput_bps", "bytes_received", "client_retrans", "retrans_ratio",
+            "rtt_min_ms", "srtt_mean_ms", "srtt_max_ms", "fct_s"]
+
+
+def headline(res: Result) -> str:
+    """The connections (or the apps, without TCP) in a compact table."""
+    c = res.connections
+    if len(c):
+        c = c[[k for k in HEADLINE if k in c.columns]]
+        return _table(c.dropna(axis=1, how="all"))  # no empty fct_s while transfers run
+    f = res.flows
+    if not len(f):
+        return ""
+    cols = [k for k in ["name", "kind", "node", "tx_bytes", "rx_bytes", "goodput_bps", "loss_ratio",
+                        "delay_mean_ms", "delay_max_ms", "retrans"] if k in f.columns]
+    return _table(f[cols])
 
 
 def build_report(out_dir: Path, dest: Path | None = None) -> Path:
@@ -104,18 +138,30 @@ def build_report(out_dir: Path, dest: Path | None = None) -> Path:
 
 
 def build_run_report(out_dir: Path, dest: Path | None = None) -> Path:
-    """Writes ``report.html`` for the run in ``out_dir``; returns its path."""
+    """Writes ``report.html`` for the run in ``out_dir``; returns its path. Its first
+    screen is the scenario's question (its description), the headline table and the
+    overview plots; details follow."""
     res = Result(Path(out_dir))
     s = res.summary
     dest = Path(dest) if dest else res.out_dir / "report.html"
-    meta = (f"<p>scenario <code>{html.escape(s['scenario']['file'])}</code>, seed {s['seed']}, "
+    meta = (f"<p class='meta'>scenario <code>{html.escape(s['scenario']['file'])}</code>, seed {s['seed']}, "
             f"{s['sim_seconds']:.3f} s simulated in {s['wall_seconds']:.3f} s wall, {s['events']} events, "
             f"fingerprint <code>{s['fingerprint']}</code>, wirelab {s['wirelab_version']}</p>")
-    desc = f"<p>{html.escape(s['scenario'].get('description') or '')}</p>"
+    desc = s["scenario"].get("description") or ""
     files = "".join(f"<li><code>{html.escape(f)}</code></li>" for f in s.get("files", []))
+    lat = res.latency
+    lat_note = (f"<p class='note'>Latency: {html.escape(lat['what'].iloc[0])} "
+                + {"application delay": "(first transmission to in-order delivery at the receiver, from the "
+                                        "sender's and receiver's captures, as <code>wirelab analyze</code>).",
+                   "queueing delay": "per flow at the probed queues (<code>measure.queue_probe</code>).",
+                   "smoothed RTT": "samples of the sending sockets."}.get(lat["what"].iloc[0], "")
+                + "</p>") if len(lat) else ""
     body = "\n".join([
-        f"<h1>wirelab report: {html.escape(s['scenario']['name'])}</h1>", meta, desc,
-        "<h2>Plots</h2>", *plots(res),
+        f"<h1>wirelab report: {html.escape(s['scenario']['name'])}</h1>",
+        f"<p class='q'>{html.escape(desc)}</p>" if desc else "", meta,
+        headline(res), *overview(res), lat_note,
+        "<h2>Details</h2>", *plots(res),
+        *(["<h2>Connections</h2>", _table(res.connections)] if len(res.connections.columns) else []),
         "<h2>Flows</h2>", _table(res.flows),
         "<h2>Queues</h2>", _table(res.queues),
         "<h2>Links</h2>", _table(res.links),

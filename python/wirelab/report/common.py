@@ -7,22 +7,34 @@ import html
 import io
 from typing import Iterable, Sequence
 
+import sys
+
 import matplotlib
 
-matplotlib.use("Agg")
+# headless PNGs; but inside Jupyter keep the notebook's (inline) backend, which renders to
+# PNG just the same: switching it would stop the user's own plots from showing
+if "ipykernel" not in sys.modules:
+    matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ..stats import ecdf  # noqa: E402
+from ..units import human_bytes, human_rate  # noqa: E402,F401 - re-exported
 
 MAX_LINES = 12  # more series than this make a plot unreadable; the rest is in the tables
 
-CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1000px;color:#222}
+CSS = """body{font-family:system-ui,sans-serif;margin:1.2em auto;max-width:1200px;padding:0 1em;color:#222}
 h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ddd}
 h3{font-size:1em;margin-top:1.2em}
 table.t{border-collapse:collapse;font-size:.8em}table.t td,table.t th{padding:.2em .5em;border-bottom:1px solid #eee;text-align:right}
 figure{margin:1em 0}img{max-width:100%}figcaption{font-size:.8em;color:#666}code{background:#f4f4f4;padding:0 .2em}
-nav a{margin-right:1em}.note{color:#666;font-size:.85em}.tw{overflow-x:auto}"""
+nav a{margin-right:1em}.note{color:#666;font-size:.85em}
+.tw{overflow-x:auto;max-width:100%;border:1px solid #f0f0f0}
+table.t th{white-space:normal;max-width:9em;vertical-align:bottom;background:#fafafa;position:sticky;top:0}
+table.t td{white-space:nowrap}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:.4em 1em}
+.grid figure{margin:.2em 0}.q{font-size:1.05em;font-weight:600;margin:.3em 0 .6em}
+.meta{color:#555;font-size:.8em}"""
 
 # A self-check: a figure that fails to decode is reported on the console, where a headless
 # browser test (and a person with dev tools) sees it.
@@ -53,10 +65,40 @@ def figure(fig, title: str) -> str:
     return img(png(fig), title)
 
 
-def table(df) -> str:
+_BYTE_COLUMNS = {"tx_bytes", "rx_bytes", "sent_bytes", "backlog_bytes", "bytes", "bytes_sent", "bytes_acked",
+                 "bytes_received", "bytes_returned", "tx_bytes_mean", "rx_bytes_mean"}
+
+
+def _fmt_column(name: str, col: pd.Series) -> pd.Series:
+    if not pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
+        return col.fillna("")
+    if name.endswith("_bps") or name.endswith("_bps_mean") or name.endswith("_bps_ci95"):
+        return col.map(human_rate)
+    if name in _BYTE_COLUMNS or name.endswith("_bytes"):
+        return col.map(human_bytes)
+    if "ratio" in name:
+        return col.map(lambda v: "" if v != v else f"{v * 100:.2f} %")
+    if pd.api.types.is_integer_dtype(col):
+        return col.map(lambda v: f"{v:,}".replace(",", "\u2009"))
+    return col.map(lambda v: "" if v != v else (f"{v:,.0f}".replace(",", "\u2009") if abs(v) >= 1e5 else f"{v:.4g}"))
+
+
+def human(df: pd.DataFrame) -> pd.DataFrame:
+    """The table with numbers in human units: ``*_bps`` as ``2.84 Mbit/s``, byte counts as
+    ``12.3 MB``, ratios in percent, large numbers with thin-space thousands, others to
+    four significant digits."""
+    out = df.copy()
+    for c in out.columns:
+        out[c] = _fmt_column(str(c), out[c])
+    return out
+
+
+def table(df, raw: bool = False) -> str:
+    """An HTML table in human units (``raw``: as stored) that scrolls sideways when wide."""
     if df is None or len(df) == 0:
         return "<p><em>none</em></p>"
-    t = df.to_html(index=False, float_format=lambda x: f"{x:.6g}", border=0, classes="t")
+    shown = df if raw else human(df)
+    t = shown.to_html(index=False, float_format=lambda x: f"{x:.6g}", border=0, classes="t")
     return f'<div class="tw">{t}</div>'
 
 
@@ -134,7 +176,10 @@ def window_series(flow_ts: pd.DataFrame, tcp_ts: pd.DataFrame, sctp_ts: pd.DataF
     """Congestion window (or another per-socket column such as ``srtt_ms``) over time from
     the TCP and SCTP socket time series (and a ``flow_timeseries`` column of that name, if
     any), as rows ``time_s, series, value`` (plus ``run`` for sweeps)."""
+    from ..plots import sender_sockets
     frames = []
+    # sockets that only ACK (a sink's) have a flat window that says nothing: left out
+    tcp_ts = sender_sockets(tcp_ts)
     for df, prefix in ((tcp_ts, ""), (sctp_ts, "sctp ")):
         if df is not None and len(df) and column in df.columns and "flow" in df.columns:
             f = pd.DataFrame({"time_s": df["time_s"], "series": _socket_label(df, prefix), "value": df[column]})

@@ -41,12 +41,40 @@ def short_names(params: List[str]) -> Dict[str, str]:
     return out
 
 
-def _config_labels(df: pd.DataFrame, params: List[str]) -> pd.Series:
+def value_labels(values) -> Dict[str, str]:
+    """The shortest form of each value of one parameter that still tells them apart: for
+    tc-style ``key value`` lists, the pairs every value shares are dropped
+    (``rate 10mbit delay 20ms`` / ``rate 10mbit delay 80ms`` → ``delay 20ms`` / ``delay 80ms``)."""
+    vals = [str(v) for v in dict.fromkeys(values)]
+    toks = {v: v.split() for v in vals}
+    if len(vals) > 1 and all(len(t) >= 2 and len(t) % 2 == 0 for t in toks.values()):
+        pairs = {v: [" ".join(t[i:i + 2]) for i in range(0, len(t), 2)] for v, t in toks.items()}
+        common = set.intersection(*(set(p) for p in pairs.values()))
+        out = {v: " ".join(p for p in pairs[v] if p not in common) or v for v in vals}
+        if len(set(out.values())) == len(vals):
+            return out
+    return {v: v for v in vals}
+
+
+def axis_label(params: List[str]) -> str:
+    """What the configuration labels are values of: the swept parameters' short names."""
+    short = short_names(params)
+    return " · ".join(short[p] for p in params) if params else "configuration"
+
+
+def label_maps(df: pd.DataFrame, params: List[str]) -> Dict[str, Dict[str, str]]:
+    """Per parameter, value → shortened label, over the values ``df`` holds."""
+    return {p: value_labels(df[p].astype(str)) for p in params if p in df.columns}
+
+
+def _config_labels(df: pd.DataFrame, params: List[str], maps: Optional[Dict[str, Dict[str, str]]] = None) -> pd.Series:
+    """One label per row: the values of the swept parameters (shortened by
+    :func:`value_labels`; pass ``maps`` from :func:`label_maps` of all runs so every table
+    gets the same labels), joined with `` · ``; the axis says which parameters they are."""
     if not params:
         return pd.Series(["(all)"] * len(df), index=df.index)
-    short = short_names(params)
-    return df[params].astype(str).apply(
-        lambda row: ", ".join(f"{short[p]}={row[p]}" for p in params), axis=1)
+    maps = maps or label_maps(df, params)
+    return df[params].astype(str).apply(lambda row: " · ".join(maps[p][row[p]] for p in params), axis=1)
 
 
 def _configs(df: pd.DataFrame, params: List[str]) -> List[str]:
@@ -54,7 +82,7 @@ def _configs(df: pd.DataFrame, params: List[str]) -> List[str]:
     return list(dict.fromkeys(df["config"]))
 
 
-def bar_chart(stats: pd.DataFrame, configs: List[str], metric: str, label: str):
+def bar_chart(stats: pd.DataFrame, configs: List[str], metric: str, label: str, params: Optional[List[str]] = None):
     """Grouped bars: one group per configuration, one bar per flow, 95 % CI whiskers.
     Returns None when the metric is zero or missing for every flow."""
     col = f"{metric}_mean"
@@ -76,14 +104,28 @@ def bar_chart(stats: pd.DataFrame, configs: List[str], metric: str, label: str):
     ax.set_xticks(x)
     many = len(configs) > 6
     width_chars = max(12, 90 // max(len(configs), 1))
-    ax.set_xticklabels([c if many else "\n".join(textwrap.fill(part, width_chars) for part in c.split(", "))
+    ax.set_xticklabels([c if many else "\n".join(textwrap.fill(part, width_chars) for part in c.split(" · "))
                         for c in configs],
                        rotation=30 if many else 0, ha="right" if many else "center", fontsize=7)
+    if params is not None:
+        ax.set_xlabel(axis_label(params), fontsize=8)
     ax.set_ylabel(label)
     ax.set_title(f"{label}: mean over seeds, 95 % CI")
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=7)
     return fig
+
+
+def stats_table(stats: pd.DataFrame) -> str:
+    """The per-configuration table in human units: :func:`flow_stats` holds each metric
+    scaled for its chart (goodput in Mbit/s); the table shows the metric's own unit, which
+    :func:`~wirelab.report.common.table` then prints as ``2.84 Mbit/s``."""
+    shown = stats.drop(columns=["config"]).copy()
+    for metric, _, scale in METRICS:
+        for c in (f"{metric}_mean", f"{metric}_ci95"):
+            if c in shown.columns and scale != 1.0:
+                shown[c] = shown[c] / scale
+    return table(shown)
 
 
 def flow_stats(flows: pd.DataFrame, params: List[str]) -> pd.DataFrame:
@@ -132,22 +174,23 @@ def build_sweep_report(root: Path, dest: Optional[Path] = None) -> Path:
 
     flows = sw.flows
     summary = sw.summary
+    maps = label_maps(summary if len(summary) else flows, params)
     if len(flows):
         flows = flows.copy()
-        flows["config"] = _config_labels(flows, params)
+        flows["config"] = _config_labels(flows, params, maps)
         configs = _configs(flows, params)
         stats = flow_stats(flows, params)
         body.append("<h2>Per configuration (mean over seeds, 95 % confidence interval)</h2>")
         if len(stats):
             for metric, label, _ in METRICS:
-                fig = bar_chart(stats, configs, metric, label)
+                fig = bar_chart(stats, configs, metric, label, params)
                 if fig is not None:
                     body.append(figure(fig, label))
-            body.append(table(stats.drop(columns=["config"])))
+            body.append(stats_table(stats))
         body.append("<h2>Distributions</h2>")
-        body.extend(_cdfs(sw, params, configs))
+        body.extend(_cdfs(sw, params, configs, maps))
         body.append("<h2>Time series (first seed of each configuration)</h2>")
-        body.extend(_timeseries(sw, params, configs))
+        body.extend(_timeseries(sw, params, configs, maps))
     body.append("<h2>Runs</h2>")
     if len(summary):
         body.append(table(summary.drop(columns=[c for c in ("wall_seconds",) if c in summary.columns])))
@@ -157,12 +200,12 @@ def build_sweep_report(root: Path, dest: Optional[Path] = None) -> Path:
     return dest
 
 
-def _cdfs(sw, params: List[str], configs: List[str]) -> List[str]:
+def _cdfs(sw, params: List[str], configs: List[str], maps=None) -> List[str]:
     out = []
     flows = sw.flows
     sinks = sink_rows(flows).copy()
     if len(sinks) and "goodput_bps" in sinks.columns:
-        sinks["config"] = _config_labels(sinks, params)
+        sinks["config"] = _config_labels(sinks, params, maps)
         series = [(f"{c} · {f}", g["goodput_bps"] / 1e6)
                   for c in configs for f, g in sinks[sinks["config"] == c].groupby("name", sort=True)]
         fig, n = cdf_figure(series, "goodput over seeds (Mbit/s)", "CDF of per-run sink goodput")
@@ -170,7 +213,7 @@ def _cdfs(sw, params: List[str], configs: List[str]) -> List[str]:
     ts = sw.flow_timeseries
     if len(ts) and "rx_rate_bps" in ts.columns:
         ts = ts[ts.groupby(["run", "flow"])["rx_bytes"].transform("max") > 0].copy()
-        ts["config"] = _config_labels(ts, params)
+        ts["config"] = _config_labels(ts, params, maps)
         series = [(c, ts.loc[ts["config"] == c, "rx_rate_bps"] / 1e6) for c in configs]
         fig, n = cdf_figure(series, "receive rate per sample, all sinks (Mbit/s)", "CDF of receive rate samples")
         out.append(figure(fig, "CDF of receive rate samples")) if n else plt.close(fig)
@@ -178,20 +221,20 @@ def _cdfs(sw, params: List[str], configs: List[str]) -> List[str]:
     if len(qs) and "qlen" in qs.columns:
         busy = qs[qs.groupby(["run", "dev"])["backlog"].transform("max") > 0].copy()
         if len(busy):
-            busy["config"] = _config_labels(busy, params)
+            busy["config"] = _config_labels(busy, params, maps)
             series = [(c, busy.loc[busy["config"] == c, "qlen"]) for c in configs]
             fig, n = cdf_figure(series, "packets queued per sample (busy queues)", "CDF of queue length")
             out.append(figure(fig, "CDF of queue length")) if n else plt.close(fig)
     return out
 
 
-def _timeseries(sw, params: List[str], configs: List[str]) -> List[str]:
+def _timeseries(sw, params: List[str], configs: List[str], maps=None) -> List[str]:
     out = []
     summ = sw.summary
     if not len(summ):
         return out
     summ = summ.copy()
-    summ["config"] = _config_labels(summ, params)
+    summ["config"] = _config_labels(summ, params, maps)
     first = summ.groupby("config", sort=False)["run"].first()  # manifest order: first seed
     ts = sw.flow_timeseries
     qs = sw.queue_timeseries

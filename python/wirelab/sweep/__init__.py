@@ -1,7 +1,7 @@
 """Sweeps: a grid of runs (parameters × seeds), executed in parallel and stored resumably.
 
 >>> import wirelab.sweep
->>> df = wirelab.sweep.run("scenarios/quickstart.toml", out="results/qs-sweep", jobs=2,
+>>> df = wirelab.sweep.run("scenarios/udp-bottleneck.toml", out="results/udp-sweep", jobs=2,
 ...                        grid={"link.bottleneck.netem": ["rate 10mbit delay 20ms", "rate 5mbit delay 20ms"]},
 ...                        seeds=[1, 2, 3])
 >>> df.groupby("link.bottleneck.netem")["goodput_bps"].mean()
@@ -38,6 +38,10 @@ class SweepResult:
         self.store = Store(root)
         self.root = self.store.root
         self.manifest = self.store.manifest()
+
+    def _repr_html_(self) -> str:
+        from ..report.notebook import sweep_html
+        return sweep_html(self)
 
     def __repr__(self) -> str:
         return (f"<wirelab.sweep.SweepResult {self.name!r} {len(self.done)}/{len(self.planned)} runs "
@@ -79,6 +83,7 @@ class SweepResult:
         return Result(self.store.runs_dir / key)
 
     flows = property(lambda self: self.table("flows"), doc="Per-application totals of every run.")
+    connections = property(lambda self: self.table("connections"), doc="One row per TCP connection of every run.")
     queues = property(lambda self: self.table("queues"), doc="Per-queue totals of every run.")
     links = property(lambda self: self.table("links"), doc="Per-link totals of every run.")
     summary = property(lambda self: self.table("summary"), doc="One row per run: fingerprint, events, times.")

@@ -6,11 +6,14 @@ shared file system, and a worker that dies takes nothing but its own unfinished 
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
+import sys
 import tempfile
 import time
+import types
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
@@ -108,6 +111,25 @@ class InlineBackend(Backend):
             yield execute(t)
 
 
+@contextlib.contextmanager
+def _workers_skip_main() -> Iterator[None]:
+    """While worker processes start: a bare ``__main__`` in place of the driver's.
+
+    A forkserver/spawn child re-imports the driver's main script (multiprocessing's
+    ``spawn.prepare``) so that functions defined there can be unpickled. A sweep started
+    at the top level of a plain script, without ``if __name__ == "__main__":``, would then
+    start itself again in every worker (a ``BrokenProcessPool``, then "another sweep is
+    running"). The workers run only :func:`execute` on plain data, never the script's
+    code, so they are started as if from an interactive session: nothing to re-import."""
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+
+
 class ProcessBackend(Backend):
     """A pool of ``jobs`` worker processes on this machine."""
 
@@ -136,7 +158,8 @@ class ProcessBackend(Backend):
                     t = next(it)
                 except StopIteration:
                     return
-                inflight.add(self._pool.submit(execute, t))
+                with _workers_skip_main():  # the first submit starts the workers
+                    inflight.add(self._pool.submit(execute, t))
 
         fill()
         while inflight:

@@ -24,10 +24,10 @@ else:  # pragma: no cover - exercised on 3.9/3.10 only
 from ..exceptions import WirelabError
 
 #: Tables a run writes that a sweep can keep (``summary`` is always kept).
-TABLES = ("flows", "queues", "links", "flow_timeseries", "queue_timeseries", "tcp_timeseries",
+TABLES = ("flows", "connections", "queues", "links", "flow_timeseries", "queue_timeseries", "tcp_timeseries",
           "sctp_timeseries", "sctp_path_timeseries", "queue_probe")
 #: Kept by default: everything except the per-packet probe records.
-DEFAULT_TABLES = ("flows", "queues", "links", "flow_timeseries", "queue_timeseries", "tcp_timeseries",
+DEFAULT_TABLES = ("flows", "connections", "queues", "links", "flow_timeseries", "queue_timeseries", "tcp_timeseries",
                   "sctp_timeseries", "sctp_path_timeseries")
 
 SWEEP_KEYS = {"name", "scenario", "set", "grid", "zip", "seeds", "repetitions", "output"}
@@ -285,7 +285,8 @@ def _read_toml(path: Path) -> tuple[str, dict]:
 
 def load(spec: SpecLike, **extra: Any) -> SweepSpec:
     """Loads a sweep from a sweep file, a scenario file (its ``[sweep]`` table, if any), a
-    dict with the keys of a sweep file, or returns a :class:`SweepSpec` as is.
+    dict with the keys of a sweep file, a scenario built in Python (:mod:`wirelab.build`),
+    or returns a :class:`SweepSpec` as is.
 
     ``extra`` keys (``grid``, ``zip``, ``seeds``, ``repetitions``, ``set``, ``output``,
     ``name``) replace the declared ones, e.g. ``load("scenario.toml", seeds=[1, 2])``.
@@ -295,6 +296,8 @@ def load(spec: SpecLike, **extra: Any) -> SweepSpec:
         if extra:
             raise SweepError("keyword overrides need a file or dict, not a SweepSpec")
         return spec
+    if hasattr(spec, "to_dict"):  # wirelab.build.Dumbbell(...)
+        spec = {"scenario": spec.to_dict()}
     if isinstance(spec, Mapping):
         d = _merge(spec, extra)
         sc = d.get("scenario")

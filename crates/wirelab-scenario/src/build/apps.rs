@@ -43,6 +43,9 @@ impl Scenario {
     /// The conversion for the section's `kind`.
     fn app_config(&self, sim: &Sim, c: &Common) -> Result<AppConfig, ScenarioError> {
         let kind = c.a.kind.get_ref().as_str();
+        if let (true, Some((k, v))) = (kind.starts_with("udp"), c.a.sysctl.iter().next()) {
+            return Err(self.error_at(v.span(), format!("sysctl `{k}`: per-app sysctls are TCP socket options; a `{kind}` app has no TCP socket")));
+        }
         Ok(match kind {
             "udp-cbr" => AppConfig::UdpCbr(self.udp_cbr(sim, c)?),
             "udp-sink" => AppConfig::UdpSink(UdpSinkConfig { port: *self.need(c.a, c.a.port.as_ref(), "port")?.get_ref() }),
@@ -257,6 +260,11 @@ impl Scenario {
     fn tcp_opts(&self, a: &AppSpec) -> Result<Vec<wirelab_tcp::SockOpt>, ScenarioError> {
         use wirelab_tcp::SockOpt;
         let mut o = Vec::new();
+        // per-app sysctls first: the explicit keys below (`cc`, ...) are set after them and win
+        for (k, v) in &a.sysctl {
+            let val = crate::sysctl::sysctl_text(v.get_ref()).ok_or_else(|| self.error_at(v.span(), format!("sysctl `{k}`: expected a string, an integer or a list of integers")))?;
+            o.push(socket_sysctl(k, &val).map_err(|e| self.error_at(v.span(), format!("sysctl `{k}`: {e}")))?);
+        }
         if let Some(c) = &a.cc {
             // the TCP engine's module registry is the one list of names (tcp_ca_find())
             wirelab_tcp::CongestionAlgo::from_name(c.get_ref()).map_err(|e| self.error_at(span(c), e.to_string()))?;
@@ -295,6 +303,9 @@ impl Scenario {
     /// Socket options of an SCTP app.
     fn sctp_opts(&self, a: &AppSpec) -> Result<Vec<wirelab_sctp::SockOpt>, ScenarioError> {
         use wirelab_sctp::SockOpt;
+        if let Some((k, v)) = a.sysctl.iter().next() {
+            return Err(self.error_at(v.span(), format!("sysctl `{k}`: per-app sysctls are TCP socket options (see docs/scenario.md); set SCTP sysctls in the node's `sysctl` table")));
+        }
         let mut o = Vec::new();
         if let Some(v) = a.nodelay {
             o.push(SockOpt::NoDelay(v));
@@ -326,4 +337,42 @@ impl Scenario {
         };
         Ok(SocketAddrV4::new(addr, port))
     }
+}
+
+/// The sysctls a TCP app may set for its own socket, and the socket option each becomes
+/// (Linux's per-socket counterpart of the host-wide sysctl).
+pub const SOCKET_SYSCTLS: &[(&str, &str)] = &[
+    ("net.ipv4.tcp_congestion_control", "TCP_CONGESTION"),
+    ("net.ipv4.tcp_thin_linear_timeouts", "TCP_THIN_LINEAR_TIMEOUTS"),
+    ("net.ipv4.tcp_thin_dupack", "TCP_THIN_DUPACK"),
+    ("net.ipv4.tcp_rdb", "TCP_RDB (the 2015 RDB patch's socket option)"),
+    ("net.ipv4.tcp_early_retrans", "a wirelab extension: Linux has only the sysctl"),
+];
+
+/// A per-app sysctl as the socket option it is in Linux, with the value checked by the
+/// TCP engine's own sysctl parser; a host-wide name is an error saying where it goes.
+fn socket_sysctl(key: &str, val: &str) -> Result<wirelab_tcp::SockOpt, String> {
+    use wirelab_tcp::SockOpt;
+    let mut c = wirelab_tcp::TcpConfig::profile("linux-6").map_err(|e| e.to_string())?;
+    if !SOCKET_SYSCTLS.iter().any(|(k, _)| *k == key) {
+        let hint = match key {
+            "net.ipv4.tcp_rmem" | "net.ipv4.tcp_wmem" => " (the app's `rcvbuf`/`sndbuf` keys set SO_RCVBUF/SO_SNDBUF, which lock autotuning)",
+            _ => "",
+        };
+        c.set_sysctl(key, val).map_err(|e| e.to_string())?;
+        let names: Vec<&str> = SOCKET_SYSCTLS.iter().map(|(k, _)| *k).collect();
+        return Err(format!(
+            "Linux has no per-socket setting for it: it is host-wide, so set it in the node's `sysctl` table{hint}; per app: {}",
+            names.join(", ")
+        ));
+    }
+    c.set_sysctl(key, val).map_err(|e| e.to_string())?;
+    Ok(match key {
+        "net.ipv4.tcp_congestion_control" => SockOpt::Congestion(val.trim().to_string()),
+        "net.ipv4.tcp_thin_linear_timeouts" => SockOpt::ThinLinearTimeouts(c.tcp_thin_linear_timeouts),
+        "net.ipv4.tcp_thin_dupack" => SockOpt::ThinDupack(c.tcp_thin_dupack),
+        "net.ipv4.tcp_rdb" => SockOpt::Rdb(c.tcp_rdb),
+        "net.ipv4.tcp_early_retrans" => SockOpt::EarlyRetrans(c.tcp_early_retrans as u8),
+        _ => unreachable!("listed in SOCKET_SYSCTLS"),
+    })
 }
