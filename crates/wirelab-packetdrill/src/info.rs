@@ -26,6 +26,7 @@ pub fn tcpi_vars(i: &TcpInfo) -> Vec<(&'static str, i128)> {
         ("tcpi_state", linux_state(i.state)),
         ("tcpi_ca_state", i.ca_state as i128),
         ("tcpi_backoff", i.backoff as i128),
+        ("tcpi_retransmits", i.retransmits as i128),
         ("tcpi_snd_wscale", i.snd_wscale as i128),
         ("tcpi_rcv_wscale", i.rcv_wscale as i128),
         ("tcpi_rto", i.rto_us as i128),

@@ -127,6 +127,8 @@ pub(crate) struct Runner<'a> {
     pub connect_port: u16,
     pub tcp_cfg: TcpConfig,
     saved_cfg: Option<TcpConfig>,
+    /// `tc qdisc … pfifo limit 0`: the engine's transmissions fail locally.
+    local_drop: bool,
     pub ep: Option<TcpEndpoint>,
     pub now: Instant,
     pub queue: VecDeque<Sent>,
@@ -164,6 +166,7 @@ impl<'a> Runner<'a> {
             connect_port: 8080,
             tcp_cfg,
             saved_cfg: None,
+            local_drop: false,
             ep: None,
             now: Instant::from_nanos(START_NS),
             queue: VecDeque::new(),
@@ -249,7 +252,9 @@ impl<'a> Runner<'a> {
         if let Some((line, cmd)) = &script.init {
             self.command(*line, cmd, false)?;
         }
-        self.ep = Some(TcpEndpoint::new(self.tcp_cfg.clone(), Rng::stream(self.opts.seed, "packetdrill/tcp")));
+        let mut ep = TcpEndpoint::new(self.tcp_cfg.clone(), Rng::stream(self.opts.seed, "packetdrill/tcp"));
+        ep.set_local_drop(self.local_drop);
+        self.ep = Some(ep);
         let first = &script.events[0];
         if !matches!(first.time, EventTime::Absolute(0) | EventTime::Relative(0)) {
             return Err(self.fail(first.line, "first event should be at time 0"));
@@ -658,6 +663,12 @@ impl<'a> Runner<'a> {
         for e in effects {
             match e {
                 Effect::Note(n) => self.notes.push(format!("line {line}: {n}")),
+                Effect::LocalDrop(on) => {
+                    self.local_drop = on;
+                    if let Some(ep) = self.ep.as_mut() {
+                        ep.set_local_drop(on);
+                    }
+                }
                 Effect::Sysctl(k, v) => {
                     let mut cfg = self.tcp_cfg.clone();
                     if self.saved_cfg.is_none() {

@@ -18,6 +18,10 @@ pub enum Effect {
     Restore,
     /// Accepted, no effect on wirelab; the text says why.
     Note(String),
+    /// The tun device's root qdisc drops every packet (`pfifo limit 0`: `true`) or
+    /// again accepts them (`false`): the engine's transmissions fail locally
+    /// (`TcpEndpoint::set_local_drop`).
+    LocalDrop(bool),
 }
 
 /// A command wirelab cannot run.
@@ -252,18 +256,35 @@ fn tc(cmd: &str, a: &[String], out: &mut Vec<Effect>) -> Result<(), Unsupported>
     let a: Vec<&str> = a.iter().map(String::as_str).collect();
     let unsup = |why: &str| Err(Unsupported(format!("`{cmd}`: {why}")));
     match a.as_slice() {
-        ["qdisc", "add" | "replace", "dev", _, "root", "pfifo"] => {
+        ["qdisc", "add", "dev", _, "root", "pfifo"] => {
             out.push(Effect::Note(
                 "`tc qdisc … pfifo`: an unlimited FIFO on the tun device; the interpreter hands packets over at once".into(),
             ));
+            out.push(Effect::LocalDrop(false));
             Ok(())
         }
+        ["qdisc", "replace", "dev", _, "root", "pfifo"] => {
+            // qdisc_change() applies only the options it is given: a pfifo root keeps its
+            // limit (a `limit 0` one keeps dropping, as on the kernel here)
+            out.push(Effect::Note("`tc qdisc replace … pfifo` without options: an existing pfifo keeps its limit".into()));
+            Ok(())
+        }
+        // pfifo_enqueue() drops when the queue holds `limit` packets: with 0, every one
         ["qdisc", "add" | "replace", "dev", _, "root", "pfifo", "limit", "0"] => {
-            unsup("a local qdisc that drops every packet is not modelled (the engine cannot see local drops)")
+            out.push(Effect::LocalDrop(true));
+            Ok(())
+        }
+        ["qdisc", "add" | "replace", "dev", _, "root", "pfifo", "limit", n] if n.parse::<u32>().is_ok_and(|n| n > 0) => {
+            out.push(Effect::Note(format!(
+                "`tc qdisc … pfifo limit {n}`: the interpreter hands packets over at once, so the queue never fills"
+            )));
+            out.push(Effect::LocalDrop(false));
+            Ok(())
         }
         ["qdisc", "add" | "replace", "dev", _, "root", "fq", ..] => unsup("the fq qdisc (pacing, TCP small queues) is not modelled"),
         ["qdisc", "delete" | "del", "dev", _, "root"] => {
-            out.push(Effect::Note("`tc qdisc delete`: no qdisc is modelled on the tun device".into()));
+            out.push(Effect::Note("`tc qdisc delete`: the tun device's default qdisc accepts every packet".into()));
+            out.push(Effect::LocalDrop(false));
             Ok(())
         }
         _ => unsup("this tc command is not supported"),
@@ -337,6 +358,12 @@ mod tests {
         assert_eq!(fx, vec![Effect::CubicParam("hystart_detect".into(), "3".into())]);
         assert_eq!(interpret("/tmp/sysctl_restore_${PPID}.sh", dir).unwrap(), vec![Effect::Restore]);
         assert!(matches!(interpret("tc qdisc add dev tun0 root pfifo", dir).unwrap()[0], Effect::Note(_)));
+        let fx = interpret("tc qdisc delete dev tun0 root 2>/dev/null ; tc qdisc add dev tun0 root pfifo limit 0", dir).unwrap();
+        assert_eq!(fx.last(), Some(&Effect::LocalDrop(true)));
+        assert!(fx.contains(&Effect::LocalDrop(false)));
+        assert_eq!(interpret("tc qdisc replace dev tun0 root pfifo limit 0", dir).unwrap(), vec![Effect::LocalDrop(true)]);
+        assert_eq!(interpret("tc qdisc replace dev tun0 root pfifo limit 1000", dir).unwrap().last(), Some(&Effect::LocalDrop(false)));
+        assert!(!interpret("tc qdisc replace dev tun0 root pfifo", dir).unwrap().iter().any(|e| matches!(e, Effect::LocalDrop(_))));
     }
 
     #[test]
@@ -344,7 +371,7 @@ mod tests {
         let dir = Path::new("/nonexistent");
         for c in [
             "tc qdisc replace dev tun0 root fq",
-            "tc qdisc delete dev tun0 root 2>/dev/null ; tc qdisc add dev tun0 root pfifo limit 0",
+            "tc qdisc add dev tun0 root netem delay 10ms",
             "ip route change 192.0.2.1 via 192.168.0.2 dev tun0 advmss 600 mtu lock 640",
             "rm -rf /",
             "ethtool -K tun0 gro on",

@@ -221,6 +221,8 @@ pub struct TcpInfo {
     pub rto_us: u32,
     /// Exponential backoff count.
     pub backoff: u32,
+    /// Timeouts of the current episode (`icsk_retransmits`, `tcpi_retransmits`).
+    pub retransmits: u32,
     /// Sending MSS (`mss_cache`).
     pub snd_mss: u32,
     /// Receiver's estimate of the peer's MSS (`icsk_ack.rcv_mss`).

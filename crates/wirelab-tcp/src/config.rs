@@ -180,6 +180,10 @@ pub struct TcpConfig {
     /// held data go. False (the older profiles): when data is sent after idle
     /// (`tcp_event_data_sent()` of 3.x).
     pub idle_check_at_write: bool,
+    /// `tcp_may_raise_cwnd()` as Linux 6 has it: with `tp->reordering` above
+    /// `tcp_reordering`, any forward progress (a new SACK too) may raise cwnd; otherwise
+    /// only a cumulative ACK of new data. Off in the older profiles (not claimed there).
+    pub raise_cwnd_on_reordering: bool,
     /// `net.ipv4.tcp_no_metrics_save`. wirelab never caches per-destination metrics, i.e.
     /// always behaves as if this were 1; 0 is accepted and documented as a deviation.
     pub tcp_no_metrics_save: bool,
@@ -370,6 +374,7 @@ impl TcpConfig {
             mtu: 1500,
             tso: true,
             idle_check_at_write: true,
+            raise_cwnd_on_reordering: true,
             tcp_min_tso_segs: 2,
             tcp_tso_win_divisor: 3,
             cubic: CubicParams::default(),
@@ -393,6 +398,7 @@ impl TcpConfig {
                 c.profile = "linux-4.6";
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
+                c.raise_cwnd_on_reordering = false;
                 c.rcv_space_style = RcvSpaceStyle::Steps;
                 c.tcp_rmem = [4096, 87380, 6291456];
                 c.hz = 250;
@@ -403,6 +409,7 @@ impl TcpConfig {
                 c.profile = "linux-3.14";
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
+                c.raise_cwnd_on_reordering = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 c.tcp_rmem = [4096, 87380, 6291456];
                 c.hz = 250;
@@ -414,6 +421,7 @@ impl TcpConfig {
                 c.profile = "linux-2.6.37";
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
+                c.raise_cwnd_on_reordering = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 c.tcp_rmem = [4096, 87380, 4194304];
                 c.tcp_wmem = [4096, 16384, 4194304];
@@ -433,6 +441,7 @@ impl TcpConfig {
                 c.profile = "linux-2.2";
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
+                c.raise_cwnd_on_reordering = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 // 2.2 had no tcp_rmem/tcp_wmem; net.core.{r,w}mem_default was 64 KiB.
                 c.tcp_rmem = [4096, 65535, 65535];
@@ -462,6 +471,7 @@ impl TcpConfig {
                 c.profile = "freebsd-4.10";
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
+                c.raise_cwnd_on_reordering = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 // FreeBSD's sb_hiwat counts payload (net.inet.tcp.recvspace 65536,
                 // sendspace 32768); Linux charges truesize and advertises rcvbuf/2

@@ -77,6 +77,8 @@ pub struct TcpEndpoint {
     lazy_payload: bool,
     /// The host's egress qdisc is `fq` (sockets leave pacing to it, `SK_PACING_FQ`).
     fq_pacing: bool,
+    /// The egress qdisc refuses every packet ([`set_local_drop`](Self::set_local_drop)).
+    local_drop: bool,
 }
 
 impl TcpEndpoint {
@@ -94,6 +96,7 @@ impl TcpEndpoint {
             rsts: VecDeque::new(),
             lazy_payload: false,
             fq_pacing: false,
+            local_drop: false,
         }
     }
 
@@ -119,6 +122,21 @@ impl TcpEndpoint {
         for s in self.slots.iter_mut() {
             if let Slot::Conn(c) = s {
                 c.set_fq_pacing(on);
+            }
+        }
+    }
+
+    /// Tells the stack that its egress qdisc drops (`true`) or again accepts every
+    /// packet, as `tc qdisc … pfifo limit 0` does: from now on each transmission fails
+    /// locally (`tcp_transmit_skb()` > 0, `NET_XMIT_DROP`) and nothing reaches the wire;
+    /// the connections react as Linux's do (`tcp_enter_cwr()`, the probe and
+    /// retransmission timers retrying every `TCP_RESOURCE_PROBE_INTERVAL`). Off by default;
+    /// drivers whose host queue can refuse packets call it.
+    pub fn set_local_drop(&mut self, on: bool) {
+        self.local_drop = on;
+        for s in self.slots.iter_mut() {
+            if let Slot::Conn(c) = s {
+                c.local_drop = on;
             }
         }
     }
@@ -296,6 +314,7 @@ impl TcpEndpoint {
             if self.fq_pacing {
                 c.set_fq_pacing(true);
             }
+            c.local_drop = self.local_drop;
             if let Some(Slot::Listener(l)) = self.slots.get_mut(lid.0 as usize) {
                 l.synrecv += 1;
                 for o in &l.opts {
@@ -464,6 +483,7 @@ impl TcpEndpoint {
         if self.fq_pacing {
             c.set_fq_pacing(true);
         }
+        c.local_drop = self.local_drop;
         self.slots.push(Slot::Conn(Box::new(c)));
         self.demux.insert(tuple(la, remote), id);
         self.touch(id.0);

@@ -449,7 +449,14 @@ impl Conn {
                 && prior_in_flight == 1
                 && prior_sacked == 0
                 && flag & (FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK) == 0;
-            self.cong_control(cfg, now, &rs, flag & FLAG_SND_UNA_ADVANCED != 0, cl.acked_pkts > 0);
+            // tcp_may_raise_cwnd(): with high reordering, FLAG_FORWARD_PROGRESS (a new SACK
+            // too) may raise cwnd; else FLAG_DATA_ACKED
+            let may_raise = if cfg.raise_cwnd_on_reordering && self.reordering > cfg.tcp_reordering {
+                cl.acked_pkts > 0 || flag & FLAG_DATA_SACKED != 0
+            } else {
+                cl.acked_pkts > 0
+            };
+            self.cong_control(cfg, now, &rs, flag & FLAG_SND_UNA_ADVANCED != 0, may_raise);
         }
         if rdb_lost > 0 && self.state != TcpState::Closed {
             self.thin.rdb_loss_cwr += 1;

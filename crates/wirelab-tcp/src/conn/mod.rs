@@ -179,6 +179,9 @@ pub(crate) struct Conn {
     syn_retrans: bool,
     tx_probe: bool,
     tx_wakeup: bool,
+    /// The egress qdisc drops every packet: transmissions fail locally
+    /// (`TcpEndpoint::set_local_drop`).
+    pub(crate) local_drop: bool,
     rtx: RtxQueue,
     ca_state: CaState,
     high_seq: SeqNumber,
@@ -331,6 +334,7 @@ impl Conn {
             syn_retrans: false,
             tx_probe: false,
             tx_wakeup: false,
+            local_drop: false,
             rtx: RtxQueue::new(iss),
             ca_state: CaState::Open,
             high_seq: iss,

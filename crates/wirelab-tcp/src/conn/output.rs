@@ -170,6 +170,10 @@ impl Conn {
             }
             _ => {}
         }
+        if self.local_drop {
+            self.local_xmit_failed(cfg, now);
+            return None;
+        }
         if let Some((ack, ece)) = self.special_ack.take() {
             let seq = self.snd_nxt;
             return Some(self.emit(cfg, now, buf, seq, flags::ACK, 0, 0, SegKind::SpecialAck(ack, ece)));
@@ -215,6 +219,50 @@ impl Conn {
         self.wq.more = false;
         self.wq.push = false;
         None
+    }
+
+    /// The egress qdisc refuses every packet (`TcpEndpoint::set_local_drop`, `tc qdisc …
+    /// pfifo limit 0`): each transmission that would happen now fails in
+    /// `__tcp_transmit_skb()` (`NET_XMIT_DROP` > 0), which enters CWR (`tcp_enter_cwr()`).
+    /// An ACK counts as sent (`tcp_event_ack_sent()` runs before the qdisc); a failed
+    /// retransmission leaves the segment lost and not retransmitted (no `retrans_out`) but
+    /// counts in `total_retrans`, marks it `TCPCB_EVER_RETRANS` and stamps `retrans_stamp`
+    /// (`__tcp_retransmit_skb()`, `tcp_retransmit_skb()`); failed new data with nothing in flight
+    /// arms the probe timer (`tcp_write_xmit()` returning true to
+    /// `__tcp_push_pending_frames()` → `tcp_check_probe_timer()`). The timers retry
+    /// (`tcp_probe_timer()`, `tcp_retransmit_timer()`).
+    fn local_xmit_failed(&mut self, cfg: &TcpConfig, now: Instant) {
+        let mut failed = false;
+        if self.special_ack.take().is_some() || self.ack.send_now {
+            self.ack.on_ack_sent();
+            failed = true;
+        }
+        self.tx_probe = false;
+        self.tx_wakeup = false;
+        if !matches!(self.state, TcpState::Established | TcpState::CloseWait | TcpState::FinWait1 | TcpState::LastAck) {
+            return;
+        }
+        if std::mem::take(&mut self.tlp.pending) {
+            failed = true;
+        }
+        if self.rtx.lost_out > self.rtx.retrans_out && self.in_flight() < self.tp.snd_cwnd {
+            // tcp_xmit_retransmit_queue() tries the first lost segment and stops
+            if let Some(k) = self.rtx.first_to_retransmit() {
+                self.retrans_stamp.get_or_insert(now);
+                self.stats.total_retrans += 1;
+                self.rtx.q[k].sacked |= super::scoreboard::EVER_RETRANS;
+                failed = true;
+            }
+        }
+        if self.may_send_now() {
+            failed = true;
+            if self.rtx.packets_out == 0 {
+                self.check_probe_timer(cfg, now);
+            }
+        }
+        if failed {
+            self.enter_cwr(cfg, now);
+        }
     }
 
     /// `tcp_send_ack()`.

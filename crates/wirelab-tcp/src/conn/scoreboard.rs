@@ -114,7 +114,8 @@ pub(crate) struct RtxQueue {
     pub lost_out: u32,
     /// `retrans_out`.
     pub retrans_out: u32,
-    /// Start of the highest SACKed segment (`tcp_highest_sack_seq`).
+    /// End of the highest SACKed segment: `tcp_highest_sack_seq()` is the start of the
+    /// skb *after* it (`tcp_advance_highest_sack()` sets `skb_rb_next()`), or `snd_nxt`.
     pub highest_sack: SeqNumber,
     /// `tp->lost`: loss markings so far (see [`mark_seg_lost`]).
     pub lost: u32,
@@ -140,7 +141,7 @@ impl RtxQueue {
         self.retrans_out = 0;
     }
 
-    /// `tcp_highest_sack_seq()`: the forward-most SACKed sequence, else `snd_una`.
+    /// `tcp_highest_sack_seq()`: the end of the forward-most SACKed segment, else `snd_una`.
     pub fn fack_seq(&self, snd_una: SeqNumber, sack_ok: bool) -> SeqNumber {
         if self.sacked_out == 0 || !sack_ok {
             snd_una
@@ -348,8 +349,9 @@ impl RtxQueue {
                     st.orig_sack_acked = true;
                 }
             }
-            if self.sacked_out == 0 || s.seq.after(self.highest_sack) {
-                self.highest_sack = s.seq;
+            // tcp_sacktag_walk(): tcp_advance_highest_sack() past this segment
+            if self.sacked_out == 0 || s.end.after(self.highest_sack) {
+                self.highest_sack = s.end;
             }
             f |= SACKED_ACKED;
             st.data_sacked = true;
@@ -439,7 +441,7 @@ mod test {
             assert!(s.sacked & SACKED_ACKED != 0 && old & SACKED_ACKED == 0);
             seen.push(s.seq.0)
         });
-        assert_eq!((st.newly, rq.sacked_out, rq.highest_sack), (3, 3, SeqNumber(400)));
+        assert_eq!((st.newly, rq.sacked_out, rq.highest_sack), (3, 3, SeqNumber(500)));
         assert_eq!(seen, vec![200, 300, 400]);
         assert_eq!(rq.in_flight(), 3);
         // tcp_update_scoreboard(): sacked_out 3 - reordering 3 = 0 -> the holes below the

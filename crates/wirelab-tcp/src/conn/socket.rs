@@ -386,6 +386,7 @@ impl Conn {
             rttvar_us: self.rtt.mdev_us >> 2,
             rto_us: self.rtt.rto.as_micros() as u32,
             backoff: self.rtt.backoff,
+            retransmits: self.retransmits,
             snd_mss: self.mss_cache,
             rcv_mss: self.ack.rcv_mss,
             unacked: self.rtx.packets_out,

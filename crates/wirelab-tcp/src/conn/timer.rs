@@ -7,6 +7,10 @@ use crate::cc::CaState;
 use crate::config::TcpConfig;
 use wirelab_core::{Duration, Instant, SockEvent};
 
+/// `TCP_RESOURCE_PROBE_INTERVAL` (`HZ / 2`): the retry interval after a transmission
+/// failed for local congestion.
+const TCP_RESOURCE_PROBE_INTERVAL: Duration = Duration::from_millis(500);
+
 /// The `icsk_retransmit_timer` kinds (`ICSK_TIME_*`): one timer, one pending kind, as in
 /// Linux.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -216,8 +220,15 @@ impl Conn {
         self.enter_loss(cfg, now);
         self.tlp.high_seq = None;
         self.retransmits += 1;
-        self.rtt.backoff += 1;
         self.stats.rto_count += 1;
+        if self.local_drop {
+            // tcp_retransmit_skb() failed for local congestion: retry after
+            // TCP_RESOURCE_PROBE_INTERVAL, without backing off (the failed attempt itself
+            // is the next poll's: Conn::local_xmit_failed)
+            self.reset_xmit_timer(cfg, now, XmitTimer::Retrans, TCP_RESOURCE_PROBE_INTERVAL);
+            return;
+        }
+        self.rtt.backoff += 1;
         if self.linear_timeout_applies(cfg) {
             self.rtt.backoff = 0;
             self.rtt.rto = self.rtt.base_rto(cfg);
@@ -285,6 +296,14 @@ impl Conn {
                 self.closed_notified = true;
             }
             self.enter_closed(now);
+            return;
+        }
+        if self.local_drop {
+            // tcp_send_probe0(): tcp_write_wakeup() failed for local congestion (> 0):
+            // count the probe, no backoff, retry after TCP_RESOURCE_PROBE_INTERVAL
+            self.probes_out += 1;
+            let d = self.clamp_probe0_to_user_timeout(cfg, now, TCP_RESOURCE_PROBE_INTERVAL);
+            self.reset_xmit_timer(cfg, now, XmitTimer::Probe0, d);
             return;
         }
         // tcp_send_probe0() -> tcp_write_wakeup(): data if any window is left (cut to
