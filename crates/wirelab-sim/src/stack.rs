@@ -58,6 +58,9 @@ pub trait Transports: Engine {
     fn recv(&mut self, now: Instant, s: TcpId, buf: &mut [u8]) -> Result<usize, SockError>;
     /// Reads and discards up to `max` bytes.
     fn recv_discard(&mut self, now: Instant, s: TcpId, max: usize) -> Result<usize, SockError>;
+    /// The application reads `s` only with `recv_discard` from now on: its bytes need not
+    /// be stored (`wirelab_apps::HostSockets::discard_payload`). Ignored by default.
+    fn discard_payload(&mut self, _s: TcpId) {}
     /// `shutdown(SHUT_WR)`.
     fn shutdown_write(&mut self, now: Instant, s: TcpId) -> Result<(), SockError>;
     /// `close()`.
@@ -152,6 +155,9 @@ impl Transports for DualStack {
     }
     fn recv_discard(&mut self, now: Instant, s: TcpId, max: usize) -> Result<usize, SockError> {
         self.tcp.recv_discard(now, s, max)
+    }
+    fn discard_payload(&mut self, s: TcpId) {
+        self.tcp.discard_payload(s)
     }
     fn shutdown_write(&mut self, now: Instant, s: TcpId) -> Result<(), SockError> {
         self.tcp.shutdown_write(now, s)
@@ -433,6 +439,9 @@ impl wirelab_apps::HostSockets for HostStack {
     }
     fn recv_discard(&mut self, now: Instant, s: TcpId, max: usize) -> Result<usize, SockError> {
         self.engines.recv_discard(now, s, max)
+    }
+    fn discard_payload(&mut self, s: TcpId) {
+        self.engines.discard_payload(s)
     }
     fn shutdown_write(&mut self, now: Instant, s: TcpId) -> Result<(), SockError> {
         self.engines.shutdown_write(now, s)

@@ -510,6 +510,14 @@ impl TcpEndpoint {
         r
     }
 
+    /// The application reads socket `s` only with [`TcpEndpoint::recv_discard`] from now
+    /// on: its payload bytes need not be stored (see `Conn::discard_payload`).
+    pub fn discard_payload(&mut self, s: SocketId) {
+        if let Some(c) = self.conn_mut(s) {
+            c.discard_payload();
+        }
+    }
+
     /// Reads and discards up to `max` bytes (for sinks).
     pub fn recv_discard(&mut self, now: Instant, s: SocketId, max: usize) -> Result<usize, SockError> {
         let cfg = &self.cfg;
