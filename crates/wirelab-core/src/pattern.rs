@@ -95,6 +95,7 @@ mod test {
         }
         // not the pattern: no answer
         assert_eq!(pattern_sum(&[1, 2, 3]), None);
-        assert_eq!(pattern_sum(&PATTERN[..4].to_vec()), None);
+        let copy = PATTERN[..4].to_vec();
+        assert_eq!(pattern_sum(&copy), None);
     }
 }
