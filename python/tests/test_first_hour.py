@@ -111,6 +111,33 @@ def test_quickstart_report_first_screen(qs, tmp_path):
         shutil.copy(png, Path(keep) / "quickstart-report.png")
 
 
+def test_latency_cdf_tick_labels_do_not_overlap(qs):
+    """The quickstart's latency CDF spans 20 ms … 700 ms on a log axis: matplotlib's
+    default labelled the minor ticks too (2×10¹ 3×10¹ 4×10¹ ran into each other). Only
+    1-2-5 major ticks carry labels, in plain numbers, and no two labels overlap."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out, _ = qs
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    try:
+        wirelab.Result(out).plot.latency_cdf(ax=ax)
+        assert ax.get_xscale() == "log"
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        assert not any(t.get_text() for t in ax.get_xticklabels(minor=True))
+        lo, hi = ax.get_xlim()
+        labels = [t for t in ax.get_xticklabels() if t.get_text() and lo <= t.get_position()[0] <= hi]
+        assert {"20", "50", "100", "200"} <= {t.get_text() for t in labels}, [t.get_text() for t in labels]
+        boxes = sorted((t.get_window_extent(r) for t in labels), key=lambda b: b.x0)
+        for a, b in zip(boxes, boxes[1:]):
+            assert a.x1 < b.x0, "tick labels overlap"
+    finally:
+        plt.close(fig)
+
+
 def screenshot_first_screen(html_path: Path, png: Path):
     from test_report import browser
 
