@@ -5,7 +5,7 @@ use common::run;
 use std::path::Path;
 use std::process::Command;
 
-fn tmp(name: &str) -> std::path::PathBuf {
+fn tmp(name: &str) -> common::TmpDir {
     common::tmp("cmt", name)
 }
 

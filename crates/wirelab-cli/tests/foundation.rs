@@ -2,12 +2,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use wirelab_cli::run_scenario;
+mod common;
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("wirelab-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tmp(name: &str) -> common::TmpDir {
+    common::tmp("test", name)
 }
 
 fn repo_root() -> PathBuf {
@@ -52,14 +50,15 @@ capture = [{cap}]
     )
 }
 
-fn run_text(name: &str, text: &str, seed: Option<u64>) -> (PathBuf, serde_json::Value) {
+/// Runs `text`; returns the run's directory guard (outputs in `dir.join("out")`) and summary.
+fn run_text(name: &str, text: &str, seed: Option<u64>) -> (common::TmpDir, serde_json::Value) {
     let dir = tmp(name);
     let f = dir.join("scenario.toml");
     std::fs::write(&f, text).unwrap();
     let out = dir.join("out");
     run_scenario(&f, &out, seed, &[], |_, _| {}).map_err(|e| e.1).unwrap();
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
-    (out, v)
+    (dir, v)
 }
 
 fn flow<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
@@ -116,8 +115,8 @@ fn gilbert_elliott_bursts_have_the_configured_mean_length() {
     // gemodel p=1% r=10%: bad state lasts 1/r = 10 packets on average and loses all of them
     // (1-h = 100 %), so loss bursts average 10 packets.
     let n = 60000u64;
-    let (out, _) = run_text("ge", &two_hosts("rate 1gbit delay 1ms loss gemodel 1% 10%", &format!("interval = \"20us\"\nsize = 64\ncount = {n}"), "2s", true), None);
-    let seqs = received_seqs(&out.join("pcap/h2-eth0.pcap"));
+    let (dir, _) = run_text("ge", &two_hosts("rate 1gbit delay 1ms loss gemodel 1% 10%", &format!("interval = \"20us\"\nsize = 64\ncount = {n}"), "2s", true), None);
+    let seqs = received_seqs(&dir.join("out/pcap/h2-eth0.pcap"));
     let mut bursts = Vec::new();
     let mut prev: i64 = -1;
     for s in seqs {

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-fn tmp(name: &str) -> PathBuf {
+fn tmp(name: &str) -> common::TmpDir {
     common::tmp("live", name)
 }
 

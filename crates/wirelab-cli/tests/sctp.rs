@@ -4,7 +4,7 @@ use common::run;
 use std::process::Command;
 use wirelab_sim::RunResults;
 
-fn tmp(name: &str) -> std::path::PathBuf {
+fn tmp(name: &str) -> common::TmpDir {
     common::tmp("sctp", name)
 }
 

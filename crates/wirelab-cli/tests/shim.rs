@@ -4,7 +4,9 @@ mod common;
 use wirelab_sim::RunResults;
 
 /// scp-like transfer of 500 KB over 1.5 Mbit/s, 35 ms, 1 % loss (the paper's path).
-fn run(client_shim: &str, server_shim: &str, name: &str) -> (RunResults, (usize, usize)) {
+/// Runs the scp/sshd scenario; returns the results, (TCP, SCTP) packet counts on s:eth0 and
+/// the run directory (kept while the guard lives).
+fn run(client_shim: &str, server_shim: &str, name: &str) -> (RunResults, (usize, usize), common::TmpDir) {
     let text = format!(
         r#"[scenario]
 name = "shim"
@@ -51,7 +53,7 @@ capture = ["s:eth0"]
     let r = common::run(&text, Some(out.clone()));
     let pkts = wirelab_wire::pcap::read_file(out.join("pcap/s-eth0.pcap")).unwrap();
     let proto = |p: u8| pkts.iter().filter(|x| x.ipv4().is_some_and(|ip| ip.get(9) == Some(&p))).count();
-    (r, (proto(6), proto(132)))
+    (r, (proto(6), proto(132)), out)
 }
 
 fn check_done(r: &RunResults) -> f64 {
@@ -65,7 +67,7 @@ const SHIM: &str = "shim = [\"remote enable any\", \"local enable any\"]";
 
 #[test]
 fn shim_on_both_ends_carries_an_unchanged_tcp_app_over_sctp() {
-    let (r, (tcp, sctp)) = run(SHIM, SHIM, "both");
+    let (r, (tcp, sctp), out) = run(SHIM, SHIM, "both");
     let t = check_done(&r);
     eprintln!("TCP–SCTP–TCP: {t:.3} s, {tcp} TCP and {sctp} SCTP packets on the wire");
     assert_eq!(tcp, 0, "no TCP on the wire");
@@ -82,7 +84,7 @@ fn shim_on_both_ends_carries_an_unchanged_tcp_app_over_sctp() {
     assert!(c.tx_packets > 300 && c.retrans > 0 && c.retrans < 50, "{c:?}");
     // wire-accurate: tshark verifies every SCTP packet's CRC32c (the shim's INIT/INIT-ACK
     // carry the RFC 5061 Adaptation Layer Indication) and flags nothing as malformed
-    let pcap = std::env::temp_dir().join(format!("wirelab-shim-{}-both", std::process::id())).join("pcap/s-eth0.pcap");
+    let pcap = out.join("pcap/s-eth0.pcap");
     if std::process::Command::new("tshark").arg("--version").output().is_ok() {
         let fields = |filter: &str, field: &str| -> Vec<String> {
             let o = std::process::Command::new("tshark")
@@ -106,7 +108,7 @@ fn shim_on_both_ends_carries_an_unchanged_tcp_app_over_sctp() {
 #[test]
 fn shim_client_falls_back_to_tcp_when_the_server_has_no_shim() {
     // the server host's SCTP stack answers the INIT with ABORT (no SCTP listener on port 22)
-    let (r, (tcp, sctp)) = run(SHIM, "", "fallback");
+    let (r, (tcp, sctp), _out) = run(SHIM, "", "fallback");
     let t = check_done(&r);
     eprintln!("fallback: {t:.3} s, {tcp} TCP and {sctp} SCTP packets");
     assert!(tcp > 300, "the transfer ran over TCP");
@@ -122,7 +124,7 @@ fn shim_client_falls_back_to_tcp_when_the_server_has_no_shim() {
 #[test]
 fn remote_rules_decide_per_destination() {
     let off = "shim = [\"remote disable 10.128.1.0/24\", \"remote enable any\", \"local enable any\"]";
-    let (r, (tcp, sctp)) = run(off, SHIM, "rules");
+    let (r, (tcp, sctp), _out) = run(off, SHIM, "rules");
     check_done(&r);
     assert!(tcp > 300 && sctp == 0, "first match (disable) wins: {tcp} TCP, {sctp} SCTP");
     let c = r.flows.iter().find(|f| f.name == "scp").unwrap();
@@ -241,7 +243,7 @@ capture = ["s:eth1"]
 }
 
 thread_local! {
-    static LAST_FAILOVER_DIR: std::cell::RefCell<Option<std::path::PathBuf>> = const { std::cell::RefCell::new(None) };
+    static LAST_FAILOVER_DIR: std::cell::RefCell<Option<common::TmpDir>> = const { std::cell::RefCell::new(None) };
 }
 
 #[test]
@@ -253,7 +255,7 @@ fn multihomed_shim_survives_a_path_failure_that_stalls_tcp() {
     let t = check_done_bytes(&shim, 5_000_000);
     // the server's wildcard listener bound all its addresses (sctp_bind_addr_copy): on the
     // alternate path it sends from that path's address
-    let dir = LAST_FAILOVER_DIR.with(|d| d.borrow().clone()).unwrap();
+    let dir = LAST_FAILOVER_DIR.with(|d| d.borrow().as_ref().map(|t| t.0.clone())).unwrap();
     let pkts = wirelab_wire::pcap::read_file(dir.join("pcap/s-eth1.pcap")).unwrap();
     let srcs: std::collections::BTreeSet<[u8; 4]> = pkts
         .iter()

@@ -5,7 +5,7 @@ use std::process::Command;
 use wirelab_sim::record::TcpSample;
 use wirelab_sim::RunResults;
 
-fn tmp(name: &str) -> PathBuf {
+fn tmp(name: &str) -> common::TmpDir {
     common::tmp("tcp", name)
 }
 
