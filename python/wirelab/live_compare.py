@@ -6,7 +6,10 @@ leaves: the sinks' received bytes over time (``flow_timeseries.csv``), wirelab's
 state (``tcp_timeseries.csv``: ``cwnd``, ``srtt_ms``), and the kernel socket's state as
 ``ss -tin`` printed it every 100 ms (a ``spawn`` command's log, each sample preceded by a
 ``T <unix time>`` line). :func:`compare` lines them up on the run's clock (``summary.json``
-``live.t0_unix_s``) and writes ``compare.json``, ``compare.md`` and ``compare.png``.
+``live.t0_unix_s``) and writes ``compare.json``, ``compare.md`` and ``compare.png``. With a
+``queue_probe`` on the bottleneck (``queue_probe.csv``) it adds, per flow, the share of its
+data packets the bottleneck dropped and the share that reached it back to back (within
+50 µs of the flow's previous one: a GSO burst).
 
     python -m wirelab.live_compare OUT --ss cmd/k-spawn-0.log --kernel-sink ksink \\
         --wirelab-sink wsink --wirelab-flow wbulk --kernel-port 5001
@@ -56,6 +59,21 @@ def parse_ss(log: Path, t0_unix: float, dport: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def probe_stats(probe: Path, kernel_port: int, skip_s: float) -> dict:
+    """Per flow ("kernel": data to ``kernel_port``, "wirelab": the other data) at the
+    bottleneck after ``skip_s``: ``bottleneck_loss`` (drops / arrivals) and
+    ``back_to_back`` (arrivals within 50 µs of the flow's previous arrival)."""
+    p = pd.read_csv(probe)
+    p = p[(p["len"] > 1000) & p["event"].isin(["enqueue", "drop"]) & (p["time_ns"] > skip_s * 1e9)]
+    out = {}
+    for who, g in (("kernel", p[p["dport"] == kernel_port]), ("wirelab", p[p["dport"] != kernel_port])):
+        # one interface: a probe on every interface of a router sees each packet once
+        gaps = g["time_ns"].diff().dropna()
+        out[who] = {"bottleneck_loss": float((g["event"] == "drop").mean()) if len(g) else float("nan"),
+                    "back_to_back": float((gaps < 50_000).mean()) if len(gaps) else float("nan")}
+    return out
+
+
 def _rate(flows: pd.DataFrame, sink: str) -> pd.DataFrame:
     f = flows[flows["flow"] == sink][["time_s", "rx_bytes"]].copy()
     f["mbps"] = f["rx_bytes"].diff().fillna(f["rx_bytes"]) * 8 / f["time_s"].diff().fillna(f["time_s"]) / 1e6
@@ -93,18 +111,22 @@ def compare(out: str | Path, ss_log: str | Path, kernel_sink: str, wirelab_sink:
         "wirelab": {"throughput_mbps": wt, "cwnd_median": med(w, "cwnd"), "srtt_ms_median": med(w, "srtt_ms"),
                     "retrans": int(w["total_retrans"].max()) if len(w) else 0, "samples": len(w)},
     }
+    if (out / "queue_probe.csv").exists():
+        for who, st in probe_stats(out / "queue_probe.csv", kernel_port, skip_s).items():
+            res[who].update(st)
     res["jain"] = (kt + wt) ** 2 / (2 * (kt * kt + wt * wt)) if kt + wt > 0 else float("nan")
     res["ratio_wirelab_over_kernel"] = wt / kt if kt > 0 else float("nan")
     (out / "compare.json").write_text(json.dumps(res, indent=2) + "\n")
     lines = [
         f"# Kernel vs wirelab on one bottleneck ({end:.0f} s, statistics after {skip_s:.0f} s)",
         "",
-        "| | throughput Mbit/s | median cwnd (pkts) | median srtt ms | retransmits | samples |",
-        "|---|---|---|---|---|---|",
+        "| | throughput Mbit/s | median cwnd (pkts) | median srtt ms | retransmits | samples | bottleneck loss | back to back |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for who in ("kernel", "wirelab"):
         r = res[who]
-        lines.append(f"| {who} | {r['throughput_mbps']:.2f} | {r['cwnd_median']:.0f} | {r['srtt_ms_median']:.1f} | {r['retrans']} | {r['samples']} |")
+        pr = f"{r['bottleneck_loss']:.1%} | {r['back_to_back']:.2f}" if "back_to_back" in r else "– | –"
+        lines.append(f"| {who} | {r['throughput_mbps']:.2f} | {r['cwnd_median']:.0f} | {r['srtt_ms_median']:.1f} | {r['retrans']} | {r['samples']} | {pr} |")
     lines += ["", f"Jain's index {res['jain']:.3f}; wirelab/kernel throughput {res['ratio_wirelab_over_kernel']:.2f}", ""]
     (out / "compare.md").write_text("\n".join(lines))
     _plot(out / "compare.png", k_rate, w_rate, ss, w)

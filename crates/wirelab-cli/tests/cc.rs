@@ -101,9 +101,11 @@ fn bbr_columns_follow_its_state_machine() {
     let mrtt = last.bbr_min_rtt_ms.unwrap();
     assert!((41.0..44.0).contains(&mrtt), "bbr min_rtt {mrtt}");
     // tcp_min_rtt() is the all-time minimum (the handshake's small packets included);
-    // BBR's is re-measured in PROBE_RTT with full-sized data: a little higher
+    // BBR's is re-measured in PROBE_RTT with full-sized data sent as TSO pairs (GSO puts
+    // both segments out at once; the ACK that samples the pair comes after both were
+    // serialised at 10 Mbit/s, 2 × 1.2 ms): higher by up to ~2.5 ms
     let tmin = last.min_rtt_ms.unwrap();
-    assert!(tmin <= mrtt && mrtt - tmin < 2.0, "tcp min_rtt {tmin}, bbr {mrtt}");
+    assert!(tmin <= mrtt && mrtt - tmin < 3.0, "tcp min_rtt {tmin}, bbr {mrtt}");
     assert_eq!(last.bbr_cwnd_gain, Some(2.0));
     // PROBE_BW's gain cycle: 5/4, 3/4 and 1 all appear
     let gains: std::collections::BTreeSet<u64> = s.iter().filter(|x| x.bbr_mode == Some("PROBE_BW")).filter_map(|x| x.bbr_pacing_gain).map(|g| (g * 100.0).round() as u64).collect();

@@ -301,6 +301,8 @@ impl Conn {
                     }
                     let end = self.rtx.q[k + n as usize - 1].end;
                     self.wq.rtx_piece = Some((end, n));
+                    let bytes = (k..k + n as usize).map(|i| self.rtx.q[i].data_len()).sum();
+                    self.pacing.tso_packet(n, bytes);
                     (end, n)
                 }
             };
@@ -314,7 +316,7 @@ impl Conn {
         if self.retrans_stamp.is_none() {
             self.retrans_stamp = Some(now);
         }
-        let edt = self.pacing.wstamp.max(now);
+        let edt = self.pacing.edt(now);
         self.rtx.mark_retransmitted(k, edt);
         self.rtx.q[k].tx = self.rate.skb_sent(edt, self.rtx.packets_out);
         self.stats.total_retrans += 1;
@@ -593,6 +595,7 @@ impl Conn {
         let id = self.wq.new_id();
         let p = super::tso::Piece { id, end: self.snd_nxt + bytes, segs: bytes.div_ceil(mss), psh_end: bytes == skb_len && head.psh };
         self.wq.piece = Some(p);
+        self.pacing.tso_packet(p.segs, bytes);
         Some(self.send_piece_segment(cfg, now, buf, p, bytes.min(mss), probe))
     }
 
@@ -640,7 +643,7 @@ impl Conn {
         if self.in_flight() == 0 {
             self.ca_event(cfg, now, CaEvent::TxStart);
         }
-        let edt = self.pacing.wstamp.max(now);
+        let edt = self.pacing.edt(now);
         let tx = self.rate.skb_sent(edt, self.rtx.packets_out);
         let seq = self.snd_nxt;
         let end = seq + len + with_fin as u32;
@@ -778,7 +781,7 @@ impl Conn {
     /// ACKs and `tcp_update_skb_after_send()` for data.
     #[allow(clippy::too_many_arguments)]
     fn emit(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>, seq: SeqNumber, fl: u8, off: u32, len: u32, kind: SegKind) -> Transmit {
-        let (prior_wstamp, edt) = self.pacing.stamp(now);
+        let (prior_wstamp, edt) = self.pacing.stamp(now, len > 0);
         let mut r = TcpRepr::new(self.local.port(), self.remote.port());
         r.seq = seq;
         r.flags = fl;

@@ -28,11 +28,19 @@ pub(crate) struct Pacing {
     pub timer: Option<Instant>,
     /// `tp->data_segs_out`: data segments sent (the first 10 are not paced).
     pub data_segs_out: u32,
+    /// The TSO packet whose first segment goes next: (segments, payload bytes).
+    tso_next: Option<(u32, u32)>,
+    /// The TSO packet being sent: its segments leave together, at the EDT of the first
+    /// (GSO segments one skb on the device) — (the clock when it started, EDT, segments
+    /// still to go).
+    gso: Option<(Instant, Instant, u32)>,
+    /// The clock of the last `stamp()`, and whether it stamped a later segment of `gso`.
+    stamped: (Instant, bool),
 }
 
 impl Pacing {
     pub fn new(now: Instant) -> Self {
-        Pacing { status: PacingStatus::None, requested: false, wstamp: now, timer: None, data_segs_out: 0 }
+        Pacing { status: PacingStatus::None, requested: false, wstamp: now, timer: None, data_segs_out: 0, tso_next: None, gso: None, stamped: (now, false) }
     }
 
     /// Pacing asked for: NONE → NEEDED (`cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE,
@@ -57,10 +65,47 @@ impl Pacing {
         }
     }
 
-    /// The EDT of a packet built now (`__tcp_transmit_skb()`): `tcp_wstamp_ns` moves up
-    /// to the clock. Returns (prior `tcp_wstamp_ns`, the packet's departure time).
+    /// The next data segment begins a TSO packet of `segs` segments and `bytes` of
+    /// payload: Linux transmits it as one skb (`tcp_write_xmit()` / `tcp_retransmit_skb()`
+    /// → `__tcp_transmit_skb()`), paced once (`tcp_pacing_check()`, one EDT) and charged
+    /// once for its whole length (`tcp_update_skb_after_send()`: `skb->len`); GSO then
+    /// puts its segments on the wire back to back.
     #[inline]
-    pub fn stamp(&mut self, now: Instant) -> (Instant, Instant) {
+    pub fn tso_packet(&mut self, segs: u32, bytes: u32) {
+        self.tso_next = (segs > 1).then_some((segs, bytes));
+        self.gso = None;
+    }
+
+    /// The rest of a TSO packet whose first segment left at this instant: (its EDT).
+    #[inline]
+    fn in_gso(&mut self, now: Instant) -> Option<Instant> {
+        match self.gso {
+            Some((at, edt, left)) if at == now && left > 0 => Some(edt),
+            Some(_) => {
+                self.gso = None;
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// The departure time a data segment sent now gets (`tcp_wstamp_ns` or the clock,
+    /// or its TSO packet's), without stamping it.
+    #[inline]
+    pub fn edt(&mut self, now: Instant) -> Instant {
+        self.in_gso(now).unwrap_or(self.wstamp.max(now))
+    }
+
+    /// The EDT of a packet built now (`__tcp_transmit_skb()`): `tcp_wstamp_ns` moves up
+    /// to the clock. Returns (prior `tcp_wstamp_ns`, the packet's departure time); a
+    /// later data segment of a TSO packet gets the packet's EDT.
+    #[inline]
+    pub fn stamp(&mut self, now: Instant, data: bool) -> (Instant, Instant) {
+        if let Some(edt) = data.then(|| self.in_gso(now)).flatten() {
+            self.stamped = (now, true);
+            return (self.wstamp, edt);
+        }
+        self.stamped = (now, false);
         let prior = self.wstamp;
         self.wstamp = self.wstamp.max(now);
         (prior, self.wstamp)
@@ -70,10 +115,20 @@ impl Pacing {
     /// (any status but NONE) and a finite, non-zero rate, the next departure moves
     /// `len / rate` later, less up to half of that as credit for time already lost
     /// ("OS jitter"); as in the original `fq`, nothing is paced before the tenth data
-    /// segment (`tp->data_segs_out >= 10`, counted before this call).
+    /// segment (`tp->data_segs_out >= 10`, counted before this call). The first segment
+    /// of a TSO packet ([`Self::tso_packet`]) charges the packet's length and segments,
+    /// its later segments nothing.
     #[inline]
     pub fn after_send(&mut self, len: u32, prior_wstamp: Instant, rate: u64) {
-        self.data_segs_out = self.data_segs_out.wrapping_add(1);
+        if self.stamped.1 {
+            // a later segment of the TSO packet: sent and charged with the first
+            self.stamped.1 = false;
+            self.gso = self.gso.and_then(|(at, edt, left)| (left > 1).then_some((at, edt, left - 1)));
+            return;
+        }
+        let (segs, len) = self.tso_next.take().unwrap_or((1, len));
+        self.gso = (segs > 1).then_some((self.stamped.0, self.wstamp, segs - 1));
+        self.data_segs_out = self.data_segs_out.wrapping_add(segs);
         if self.status == PacingStatus::None || rate == u64::MAX || rate == 0 || self.data_segs_out < 10 {
             return;
         }
@@ -87,7 +142,8 @@ impl Pacing {
     /// `tcp_wstamp_ns`; arms the pacing timer and returns true while it must wait.
     #[inline]
     pub fn check(&mut self, now: Instant) -> bool {
-        if self.status != PacingStatus::Needed || self.wstamp <= now {
+        // the rest of a TSO packet went with its first segment
+        if self.status != PacingStatus::Needed || self.wstamp <= now || self.in_gso(now).is_some() {
             return false;
         }
         if self.timer.is_none() {
@@ -112,29 +168,61 @@ mod test {
         let rate = 1_500_000; // 1500 bytes per ms
         // the first nine go unpaced
         for _ in 0..9 {
-            let (prior, edt) = p.stamp(us(0));
+            let (prior, edt) = p.stamp(us(0), true);
             assert_eq!(edt, us(0));
             p.after_send(1500, prior, rate);
         }
         assert!(!p.check(us(0)));
         // the tenth moves EDT 1 ms on; the next must wait for it
-        let (prior, _) = p.stamp(us(0));
+        let (prior, _) = p.stamp(us(0), true);
         p.after_send(1500, prior, rate);
         assert_eq!(p.wstamp, us(1000));
         assert!(p.check(us(400)));
         assert_eq!(p.timer, Some(us(1000)));
         // sent 300 µs late: half of the next interval is forgiven at most
         p.timer = None;
-        let (prior, edt) = p.stamp(us(1300));
+        let (prior, edt) = p.stamp(us(1300), true);
         assert_eq!((prior, edt), (us(1000), us(1300)));
         p.after_send(1500, prior, rate);
         assert_eq!(p.wstamp, us(1300 + 1000 - 300));
         // NONE: EDT follows the clock
         let mut q = Pacing::new(Instant::ZERO);
         q.data_segs_out = 100;
-        let (prior, _) = q.stamp(us(5));
+        let (prior, _) = q.stamp(us(5), true);
         q.after_send(1500, prior, rate);
         assert_eq!(q.wstamp, us(5));
         assert!(!q.check(us(0)));
+    }
+
+    #[test]
+    fn a_tso_packet_is_paced_as_one_skb() {
+        let mut p = Pacing::new(Instant::ZERO);
+        p.status = PacingStatus::Needed;
+        p.data_segs_out = 100;
+        let rate = 1_500_000; // 1500 bytes per ms
+        // two segments of one TSO packet: one EDT, the next packet 2 ms later
+        p.tso_packet(2, 3000);
+        let (prior, edt) = p.stamp(us(0), true);
+        p.after_send(1500, prior, rate);
+        assert_eq!((edt, p.wstamp), (us(0), us(2000)));
+        assert!(!p.check(us(0)), "the second segment went with the first");
+        assert_eq!(p.edt(us(0)), us(0));
+        let (prior, edt) = p.stamp(us(0), true);
+        p.after_send(1500, prior, rate);
+        assert_eq!((edt, p.wstamp), (us(0), us(2000)));
+        assert_eq!(p.data_segs_out, 102);
+        // the packet is complete: the next one waits for tcp_wstamp_ns
+        assert!(p.check(us(0)));
+        assert_eq!(p.edt(us(0)), us(2000));
+        // a pure ACK in between does not take the packet's EDT
+        p.timer = None;
+        p.tso_packet(3, 4500);
+        let (prior, _) = p.stamp(us(2000), true);
+        p.after_send(1500, prior, rate);
+        assert_eq!(p.stamp(us(2000), false).1, us(5000));
+        assert_eq!(p.stamp(us(2000), true).1, us(2000));
+        // a packet cut short (its rest not sent at that instant) is over later
+        assert!(p.check(us(2500)));
+        assert_eq!(p.edt(us(2500)), us(5000));
     }
 }
