@@ -16,16 +16,9 @@ pub fn sha256_hex(h: &Sha256) -> String {
     h.clone().finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Bytes apps write: a fixed pattern, so captures carry recognisable payload.
-pub(crate) static PATTERN: [u8; 65536] = {
-    let mut p = [0u8; 65536];
-    let mut i = 0;
-    while i < p.len() {
-        p[i] = (i % 251) as u8;
-        i += 1;
-    }
-    p
-};
+/// Bytes apps write: a fixed pattern, so captures carry recognisable payload (one static
+/// shared with the checksum code, which sums slices of it in O(1)).
+pub(crate) use wirelab_core::pattern::PATTERN;
 
 /// Magic that opens a file-transfer client's pre-transfer exchange (see [`TcpBulk::exchanges`]).
 pub const EXCHANGE_MAGIC: [u8; 4] = *b"WLX1";

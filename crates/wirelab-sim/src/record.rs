@@ -507,35 +507,70 @@ fn mix(h: u64, v: u64) -> u64 {
 /// A fast hash of a datagram's bytes for the fingerprint (not for adversaries): wyhash's
 /// folded 64×64→128-bit multiply, 16 bytes per multiply, in four independent lanes so the
 /// CPU overlaps them (~40 ns for 1500 bytes), then the tail and the length.
-#[inline]
+#[cfg(test)]
 fn frame_hash(b: &[u8]) -> u64 {
-    const P: [u64; 4] = [0xa076_1d64_78bd_642f, 0xe703_7ed1_a0b4_28db, 0x8ebc_6af0_9c88_c6e3, 0x5899_65cc_7537_4cc3];
-    #[inline(always)]
-    fn fold(a: u64, b: u64) -> u64 {
-        let m = (a as u128).wrapping_mul(b as u128);
-        (m as u64) ^ ((m >> 64) as u64)
+    frame_hash_parts(b, &[])
+}
+
+const LANE: [u64; 4] = [0xa076_1d64_78bd_642f, 0xe703_7ed1_a0b4_28db, 0x8ebc_6af0_9c88_c6e3, 0x5899_65cc_7537_4cc3];
+
+#[inline(always)]
+fn fold(a: u64, b: u64) -> u64 {
+    let m = (a as u128).wrapping_mul(b as u128);
+    (m as u64) ^ ((m >> 64) as u64)
+}
+
+#[inline(always)]
+fn word(c: &[u8], i: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&c[8 * i..8 * i + 8]);
+    u64::from_le_bytes(w)
+}
+
+/// One 64-byte block into the four lanes.
+#[inline(always)]
+fn block(l: &mut [u64; 4], c: &[u8]) {
+    for k in 0..4 {
+        l[k] = fold(word(c, 2 * k) ^ LANE[k], word(c, 2 * k + 1) ^ l[k]);
     }
-    #[inline(always)]
-    fn word(c: &[u8], i: usize) -> u64 {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&c[8 * i..8 * i + 8]);
-        u64::from_le_bytes(w)
-    }
-    let mut l = P;
-    let mut blocks = b.chunks_exact(64);
+}
+
+/// `frame_hash` of the concatenation `a ++ b` (a datagram's buffer and its by-reference
+/// tail) without copying them together: the one block that straddles the two is assembled
+/// on the stack, and so are the last bytes if they straddle.
+#[inline]
+fn frame_hash_parts(a: &[u8], b: &[u8]) -> u64 {
+    let mut l = LANE;
+    let mut blocks = a.chunks_exact(64);
     for c in &mut blocks {
-        for k in 0..4 {
-            l[k] = fold(word(c, 2 * k) ^ P[k], word(c, 2 * k + 1) ^ l[k]);
-        }
+        block(&mut l, c);
     }
+    let ra = blocks.remainder();
+    let need = 64 - ra.len();
+    let mut joint = [0u8; 64];
+    let rest: &[u8] = if b.len() >= need {
+        joint[..ra.len()].copy_from_slice(ra);
+        joint[ra.len()..].copy_from_slice(&b[..need]);
+        block(&mut l, &joint);
+        let mut blocks = b[need..].chunks_exact(64);
+        for c in &mut blocks {
+            block(&mut l, c);
+        }
+        blocks.remainder()
+    } else {
+        // fewer than 64 bytes left in all: the last bytes, joined
+        joint[..ra.len()].copy_from_slice(ra);
+        joint[ra.len()..ra.len() + b.len()].copy_from_slice(b);
+        &joint[..ra.len() + b.len()]
+    };
     let mut h = mix(mix(l[0], l[1]), mix(l[2], l[3]));
-    let mut words = blocks.remainder().chunks_exact(8);
+    let mut words = rest.chunks_exact(8);
     for c in &mut words {
-        h = fold(word(c, 0) ^ P[0], h ^ P[1]);
+        h = fold(word(c, 0) ^ LANE[0], h ^ LANE[1]);
     }
     let mut tail = [0u8; 8];
     tail[..words.remainder().len()].copy_from_slice(words.remainder());
-    mix(h ^ u64::from_le_bytes(tail), b.len() as u64)
+    mix(h ^ u64::from_le_bytes(tail), (a.len() + b.len()) as u64)
 }
 
 impl Recorder {
@@ -619,8 +654,10 @@ impl Recorder {
     /// `wirelab bench` at 1 Gbit/s): after that only routers change a datagram (TTL, and
     /// the header checksum, both functions of the rest) and netem's `corrupt` (drawn from
     /// the seeded link RNG), and every delivery and drop is hashed by time and packet.
-    pub(crate) fn packet_bytes_hash(&mut self, bytes: &[u8]) {
-        self.fingerprint = mix(self.fingerprint, frame_hash(bytes));
+    /// `bytes` and `tail` are the datagram's buffer and its by-reference tail ([`Pkt::tail`]),
+    /// hashed as one byte string.
+    pub(crate) fn packet_bytes_hash(&mut self, bytes: &[u8], tail: &[u8]) {
+        self.fingerprint = mix(self.fingerprint, frame_hash_parts(bytes, tail));
     }
     /// Hash of every packet's bytes (at creation), every delivery (time, packet, node) and
     /// every drop (time, packet), in order.
@@ -631,7 +668,20 @@ impl Recorder {
 
 #[cfg(test)]
 mod frame_hash_test {
-    use super::frame_hash;
+    use super::{frame_hash, frame_hash_parts};
+
+    /// Hashing a datagram in two parts (buffer and tail) gives the hash of the whole, at
+    /// every split point and length (blocks, words and the last bytes straddling the split).
+    #[test]
+    fn parts_hash_as_the_whole() {
+        let base: Vec<u8> = (0..300u32).map(|i| (i * 13 + 5) as u8).collect();
+        for n in [0, 1, 7, 8, 63, 64, 65, 127, 128, 129, 200, 300] {
+            let whole = &base[..n];
+            for k in 0..=n {
+                assert_eq!(frame_hash_parts(&whole[..k], &whole[k..]), frame_hash(whole), "len {n} split {k}");
+            }
+        }
+    }
 
     #[test]
     fn every_bit_and_the_length_count() {

@@ -908,8 +908,7 @@ impl Sim {
         let mut p = Pkt::new(data);
         p.tail = tail;
         // the fingerprint covers the whole datagram, by-reference tail included
-        let bytes = whole(&mut self.whole, &p);
-        self.rec.packet_bytes_hash(bytes);
+        self.rec.packet_bytes_hash(&p.data, p.tail);
         p.meta.id = self.next_pkt_id;
         p.meta.created = self.now;
         self.next_pkt_id += 1;

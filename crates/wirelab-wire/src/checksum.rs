@@ -23,6 +23,14 @@ pub fn sum(data: &[u8]) -> u32 {
     y as u32
 }
 
+/// [`sum`] of `data`, in O(1) when it is a slice of the applications' payload pattern
+/// ([`wirelab_core::pattern::PATTERN`], the by-reference tail of bulk segments): the same
+/// value either way.
+#[inline]
+pub fn sum_static(data: &[u8]) -> u32 {
+    wirelab_core::pattern::pattern_sum(data).unwrap_or_else(|| sum(data))
+}
+
 /// Folds a partial sum and complements it: the value to store in a checksum field.
 pub fn finish(mut s: u32) -> u16 {
     while s >> 16 != 0 {
