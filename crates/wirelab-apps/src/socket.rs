@@ -27,6 +27,10 @@ pub trait HostSockets {
     fn recv(&mut self, now: Instant, s: SocketId, buf: &mut [u8]) -> Result<usize, SockError>;
     /// Reads and discards up to `max` bytes.
     fn recv_discard(&mut self, now: Instant, s: SocketId, max: usize) -> Result<usize, SockError>;
+    /// A promise that the application reads `s` only with `recv_discard` from now on, so
+    /// the stack may count arriving bytes without storing them (no Linux counterpart;
+    /// nothing observable changes). A stack may ignore it.
+    fn discard_payload(&mut self, _s: SocketId) {}
     /// `shutdown(SHUT_WR)`.
     fn shutdown_write(&mut self, now: Instant, s: SocketId) -> Result<(), SockError>;
     /// `close()`.

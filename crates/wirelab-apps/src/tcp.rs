@@ -285,6 +285,8 @@ impl TcpBulk {
                 match ev {
                     SockEvent::Connected => {
                         st.connected(ctx, s);
+                        // replies are only counted (`drain`): the stack need not keep them
+                        ctx.sockets.discard_payload(s);
                         if self.cfg.exchanges > 0 {
                             st.phase = ClientPhase::Exchanging;
                             self.send_exchange(ctx);
@@ -432,6 +434,9 @@ pub struct ServerConn {
     pub closed: bool,
     /// Running SHA-256 of the bytes read, when the server asks for it.
     pub sha256: Option<Sha256>,
+    /// The stack was told that the bytes are only counted from now on
+    /// ([`crate::HostSockets::discard_payload`]).
+    pub discarding: bool,
 }
 
 /// A TCP server as the scenario configures it.
@@ -552,6 +557,7 @@ impl TcpServer {
                                 transport: ctx.sockets.transport(c),
                                 closed: false,
                                 sha256: self.cfg.sha256.then(Sha256::new),
+                                discarding: false,
                             });
                             // data may already be queued
                             let i = self.conns.len() - 1;
@@ -633,6 +639,12 @@ impl TcpServer {
                 (got.0, got.1 && got.0 == 0)
             };
             let c = &mut self.conns[i];
+            if !c.discarding && c.sha256.is_none() && (c.exchange.is_some() || c.rx_bytes + n >= EXCHANGE_HDR as u64) {
+                // past the exchange header nothing reads the bytes (echo and replies send
+                // the pattern): the stack need not keep them
+                c.discarding = true;
+                ctx.sockets.discard_payload(s);
+            }
             if n > 0 {
                 c.first_rx.get_or_insert(ctx.now);
                 c.last_rx = Some(ctx.now);

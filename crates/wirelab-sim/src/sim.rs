@@ -103,13 +103,16 @@ pub(crate) struct Node {
     pub external: bool,
 }
 
+/// `repr(C)`: the fields every event of the direction reads first, then the link (whose
+/// own hot fields lead), the name last (see `LinkDirection`'s layout note).
+#[repr(C)]
 pub(crate) struct LinkDir {
-    pub name: String,
-    pub link: LinkDirection,
+    pub scheduled: Option<Instant>,
     pub from: (NodeId, u32),
     pub to: (NodeId, u32),
-    pub scheduled: Option<Instant>,
     pub l2_len: u16,
+    pub link: LinkDirection,
+    pub name: String,
 }
 
 /// A scheduled topology change.

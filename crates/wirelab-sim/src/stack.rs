@@ -58,6 +58,9 @@ pub trait Transports: Engine {
     fn recv(&mut self, now: Instant, s: TcpId, buf: &mut [u8]) -> Result<usize, SockError>;
     /// Reads and discards up to `max` bytes.
     fn recv_discard(&mut self, now: Instant, s: TcpId, max: usize) -> Result<usize, SockError>;
+    /// The application reads `s` only with `recv_discard` from now on: its bytes need not
+    /// be stored (`wirelab_apps::HostSockets::discard_payload`). Ignored by default.
+    fn discard_payload(&mut self, _s: TcpId) {}
     /// `shutdown(SHUT_WR)`.
     fn shutdown_write(&mut self, now: Instant, s: TcpId) -> Result<(), SockError>;
     /// `close()`.
@@ -82,6 +85,10 @@ pub trait Transports: Engine {
 /// SCTP; TCP transmits first. The common case and the hot path.
 pub struct DualStack {
     tcp: TcpEndpoint,
+    /// The SCTP endpoint has been handed a packet or a socket call: until then it has
+    /// nothing to send, no timer and no event, and the per-packet polls skip it (with
+    /// thousands of TCP-only hosts its state would be one more cold cache line each time).
+    sctp_used: bool,
     sctp: SctpEndpoint,
 }
 
@@ -90,6 +97,7 @@ impl Engine for DualStack {
         if d.proto == wirelab_wire::ip_proto::TCP {
             Engine::handle_packet(&mut self.tcp, now, d);
         } else {
+            self.sctp_used = true;
             Engine::handle_packet(&mut self.sctp, now, d);
         }
     }
@@ -98,24 +106,31 @@ impl Engine for DualStack {
         if self.tcp.poll_timeout().is_some_and(|t| t <= now) {
             self.tcp.handle_timeout(now);
         }
-        if self.sctp.poll_timeout().is_some_and(|t| t <= now) {
+        if self.sctp_used && self.sctp.poll_timeout().is_some_and(|t| t <= now) {
             self.sctp.handle_timeout(now);
         }
     }
     fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         match self.tcp.poll_transmit(now, buf) {
             Some(t) => Some(t),
-            None => self.sctp.poll_transmit(now, buf),
+            None if self.sctp_used => self.sctp.poll_transmit(now, buf),
+            None => None,
         }
     }
     fn poll_timeout(&self) -> Option<Instant> {
+        if !self.sctp_used {
+            return Engine::poll_timeout(&self.tcp);
+        }
         match (Engine::poll_timeout(&self.tcp), Engine::poll_timeout(&self.sctp)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
     fn poll_event(&mut self) -> Option<(SocketRef, SockEvent)> {
-        Engine::poll_event(&mut self.tcp).or_else(|| Engine::poll_event(&mut self.sctp))
+        match Engine::poll_event(&mut self.tcp) {
+            None if self.sctp_used => Engine::poll_event(&mut self.sctp),
+            e => e,
+        }
     }
 }
 
@@ -130,6 +145,7 @@ impl Transports for DualStack {
         &self.sctp
     }
     fn sctp_mut(&mut self) -> &mut SctpEndpoint {
+        self.sctp_used = true;
         &mut self.sctp
     }
     fn connect(&mut self, now: Instant, local: Ipv4Addr, remote: SocketAddrV4) -> Result<TcpId, SockError> {
@@ -152,6 +168,9 @@ impl Transports for DualStack {
     }
     fn recv_discard(&mut self, now: Instant, s: TcpId, max: usize) -> Result<usize, SockError> {
         self.tcp.recv_discard(now, s, max)
+    }
+    fn discard_payload(&mut self, s: TcpId) {
+        self.tcp.discard_payload(s)
     }
     fn shutdown_write(&mut self, now: Instant, s: TcpId) -> Result<(), SockError> {
         self.tcp.shutdown_write(now, s)
@@ -256,7 +275,7 @@ pub struct HostStack {
 impl HostStack {
     pub(crate) fn new(tcp: TcpEndpoint, sctp: SctpEndpoint, shim: Option<wirelab_shim::ShimConfig>) -> Self {
         let engines: Box<dyn Transports> = match shim {
-            None => Box::new(DualStack { tcp, sctp }),
+            None => Box::new(DualStack { tcp, sctp_used: false, sctp }),
             Some(cfg) => Box::new(ShimStack::new(cfg, tcp, sctp)),
         };
         HostStack { engines, tcp_owner: Vec::new(), sctp_owner: Vec::new(), scheduled: None, rate: None, rate_probes: Vec::new(), udp_rate: Default::default(), rate_class_pending: Vec::new() }
@@ -433,6 +452,9 @@ impl wirelab_apps::HostSockets for HostStack {
     }
     fn recv_discard(&mut self, now: Instant, s: TcpId, max: usize) -> Result<usize, SockError> {
         self.engines.recv_discard(now, s, max)
+    }
+    fn discard_payload(&mut self, s: TcpId) {
+        self.engines.discard_payload(s)
     }
     fn shutdown_write(&mut self, now: Instant, s: TcpId) -> Result<(), SockError> {
         self.engines.shutdown_write(now, s)

@@ -229,7 +229,6 @@ impl TcpEndpoint {
         let remote = SocketAddrV4::new(src, r.src_port);
         let key = tuple(local, remote);
         if let Some(&id) = self.demux.get(&key) {
-            let lid = self.find_listener(local);
             // listen overflow: drop the handshake-completing ACK (tcp_check_req)
             if let Some(Slot::Conn(c)) = self.slots.get(id.0 as usize) {
                 if c.state == TcpState::SynRecv && r.has(flags::ACK) && !r.has(flags::RST) && !r.has(flags::SYN) {
@@ -240,13 +239,16 @@ impl TcpEndpoint {
                     }
                 }
             }
+            // A new SYN may reuse a TIME_WAIT 4-tuple (below); the listener lookup only then
+            // (two cold hash probes per segment otherwise)
+            let tw_syn = r.has(flags::SYN)
+                && !r.has(flags::ACK)
+                && matches!(self.slots.get(id.0 as usize), Some(Slot::Conn(c)) if c.state == TcpState::TimeWait);
+            let listening = tw_syn && self.find_listener(local).is_some();
             let (cfg, slots, mut out) = self.out_parts();
             let Some(Slot::Conn(c)) = slots.get_mut(id.0 as usize) else { return };
             // A new SYN may reuse a TIME_WAIT 4-tuple (tcp_timewait_state_process TCP_TW_SYN).
-            let tw_reuse = c.state == TcpState::TimeWait
-                && r.has(flags::SYN)
-                && !r.has(flags::ACK)
-                && lid.is_some();
+            let tw_reuse = tw_syn && listening;
             if !tw_reuse {
                 let was_synrecv = c.state == TcpState::SynRecv;
                 c.process(cfg, now, &r, tos, &mut out);
@@ -508,6 +510,14 @@ impl TcpEndpoint {
         self.touch(s.0);
         self.clean_heap();
         r
+    }
+
+    /// The application reads socket `s` only with [`TcpEndpoint::recv_discard`] from now
+    /// on: its payload bytes need not be stored (see `Conn::discard_payload`).
+    pub fn discard_payload(&mut self, s: SocketId) {
+        if let Some(c) = self.conn_mut(s) {
+            c.discard_payload();
+        }
     }
 
     /// Reads and discards up to `max` bytes (for sinks).

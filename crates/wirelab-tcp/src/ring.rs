@@ -60,6 +60,13 @@ impl Ring {
         self.len = self.len.max(end);
     }
 
+    /// Like [`Ring::write_at`] for `n` bytes whose contents nobody will read: the length
+    /// grows, the storage neither grows nor is written (a receive queue whose reader only
+    /// discards, see `Conn::discard_payload`). Bytes read back from such a range are stale.
+    pub fn write_at_unread(&mut self, off: usize, n: usize) {
+        self.len = self.len.max(off + n);
+    }
+
     /// Appends at the end.
     pub fn push(&mut self, data: &[u8]) {
         let l = self.len;
@@ -85,6 +92,11 @@ impl Ring {
         if n == 0 {
             return 0;
         }
+        if n > self.buf.len() {
+            // `write_at_unread` lengths beyond the storage have no contents
+            out[..n].fill(0);
+            return n;
+        }
         let cap = self.buf.len();
         let first = (cap - self.head).min(n);
         out[..first].copy_from_slice(&self.buf[self.head..self.head + first]);
@@ -98,7 +110,8 @@ impl Ring {
         if n == 0 {
             return;
         }
-        self.head = (self.head + n) & (self.buf.len() - 1);
+        // `write_at_unread` lengths may exceed the (possibly empty) storage
+        self.head = (self.head + n) & self.buf.len().saturating_sub(1);
         self.len -= n;
         if self.len == 0 {
             self.head = 0;
@@ -296,6 +309,28 @@ mod test {
         r.discard(105);
         r.release_if_empty();
         assert_eq!(r.capacity(), 0);
+    }
+
+    /// Unread lengths need no storage and mix with stored bytes: discarding wraps
+    /// nothing out of bounds, reading them gives zeros.
+    #[test]
+    fn write_at_unread_counts_without_storage() {
+        let mut r = Ring::default();
+        r.write_at_unread(3000, 1448);
+        assert_eq!((r.len(), r.capacity()), (4448, 0));
+        r.discard(4000);
+        assert_eq!(r.len(), 448);
+        let mut p = [1u8; 448];
+        assert_eq!(r.peek(&mut p), 448);
+        assert!(p.iter().all(|&b| b == 0));
+        r.discard(448);
+        assert!(r.is_empty());
+        // after stored bytes, too
+        r.push(b"abc");
+        r.write_at_unread(3, 10_000);
+        assert_eq!((r.len(), r.capacity()), (10_003, 4096));
+        r.discard(10_003);
+        assert!(r.is_empty());
     }
 
     /// A queue of copied and referenced runs hands out the same bytes as one flat copy,

@@ -721,7 +721,7 @@ impl Conn {
                 let end = seq + data.len() as u32;
                 if self.ofo.insert(seq, end, self.sack_ok) {
                     let off = seq.dist(self.copied_seq) as usize;
-                    self.rcv_ring.write_at(off, data);
+                    self.rcv_store(off, data);
                 }
             }
             if fin_in {
@@ -733,13 +733,24 @@ impl Conn {
         }
     }
 
+    /// Puts received bytes at `off` from `copied_seq` in the receive queue, or only counts
+    /// them if the reader discards everything (`discard_payload`).
+    #[inline]
+    fn rcv_store(&mut self, off: usize, data: &[u8]) {
+        if self.rcv_discard {
+            self.rcv_ring.write_at_unread(off, data.len());
+        } else {
+            self.rcv_ring.write_at(off, data);
+        }
+    }
+
     /// The in-sequence branch of `tcp_data_queue()`: queue, pull the out-of-order data
     /// that became contiguous (`tcp_ofo_queue()`), FIN, wake the reader.
     fn queue_in_order(&mut self, cfg: &TcpConfig, now: Instant, r: &TcpRepr, data: &[u8], fin_in: bool, out: &mut Out) {
         let seq = self.rcv_nxt;
         if !data.is_empty() {
             let off = self.rcv_nxt.dist(self.copied_seq) as usize;
-            self.rcv_ring.write_at(off, data);
+            self.rcv_store(off, data);
             self.rcv_nxt = self.rcv_nxt + data.len() as u32;
             self.stats.bytes_received += data.len() as u64;
             self.event_data_recv(cfg, now, r, data.len() as u32);

@@ -249,6 +249,8 @@ pub(crate) struct Conn {
     rcvbuf_locked: bool,
     user_window_clamp: u32,
     rcv_ring: Ring,
+    /// The reader only discards (`discard_payload`): arriving bytes are counted, not stored.
+    rcv_discard: bool,
     ofo: OfoQueue,
     fin_rcvd: Option<SeqNumber>,
     peer_fin: bool,
@@ -379,6 +381,7 @@ impl Conn {
             rcvbuf_locked: false,
             user_window_clamp: 0,
             rcv_ring: Ring::default(),
+            rcv_discard: false,
             ofo: OfoQueue::default(),
             fin_rcvd: None,
             peer_fin: false,

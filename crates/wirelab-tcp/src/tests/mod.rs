@@ -666,6 +666,37 @@ fn idle_connection_memory_is_small() {
     assert!(a <= 10 * 1024 && b <= 10 * 1024, "sender {a} receiver {b}");
 }
 
+/// A receiver that only counts its bytes (`discard_payload`, the simulator's sinks)
+/// behaves exactly like one that stores them: the same segments on the wire, in both
+/// directions, through losses and out-of-order queueing; only its memory differs.
+#[test]
+fn discarded_payload_changes_nothing_on_the_wire() {
+    let run = |discard: bool| {
+        let mut p = Pair::default_pair(83);
+        p.ab.loss = 0.02;
+        p.capture = Some(Vec::new());
+        let (c, s) = p.connect(80);
+        if discard {
+            p.b.discard_payload(s);
+        }
+        p.sinks.push((false, s, 0, false));
+        p.bulk.push((true, c, 3_000_000));
+        p.run_for(Duration::from_secs(10));
+        let got = p.sinks[0].2;
+        let rtx = p.a.info(c).unwrap().total_retrans;
+        (p.capture.take().unwrap(), got, p.b.info(s).unwrap(), p.b.socket_memory(s).unwrap(), rtx)
+    };
+    let (kept, n_kept, info_kept, _, rtx) = run(false);
+    let (disc, n_disc, info_disc, mem, _) = run(true);
+    assert_eq!(n_kept, 3_000_000);
+    assert!(rtx > 10, "losses and out-of-order queueing exercised: {rtx}");
+    assert_eq!(n_disc, n_kept);
+    assert_eq!(kept.len(), disc.len());
+    assert!(kept == disc, "segments differ");
+    assert_eq!(info_kept, info_disc);
+    assert!(mem <= 4096 + core::mem::size_of::<crate::conn::Conn>() + 1024, "{mem}");
+}
+
 #[test]
 fn lost_fin_is_retransmitted() {
     let mut p = Pair::default_pair(82);
