@@ -47,7 +47,12 @@ pub(crate) enum SkTimer {
 /// `jiffies` at `t`.
 #[inline]
 pub(crate) fn jiffies(cfg: &TcpConfig, t: Instant) -> u32 {
-    ((t.as_nanos() as u128 * cfg.hz as u128) / 1_000_000_000) as u32
+    // u64 arithmetic whenever the product fits (any time below 213 days at HZ = 1000): a
+    // division by a constant, not the 128-bit library call it costs on every ACK otherwise
+    match t.as_nanos().checked_mul(cfg.hz as u64) {
+        Some(p) => (p / 1_000_000_000) as u32,
+        None => ((t.as_nanos() as u128 * cfg.hz as u128) / 1_000_000_000) as u32,
+    }
 }
 
 /// Rounds a timer duration up to whole jiffies (`usecs_to_jiffies`) and the start down to
@@ -321,5 +326,27 @@ impl Conn {
         let d = self.rtt.probe0_when(cfg);
         let d = self.clamp_probe0_to_user_timeout(cfg, now, d);
         self.reset_xmit_timer(cfg, now, XmitTimer::Probe0, d);
+    }
+}
+
+#[cfg(test)]
+mod jiffies_test {
+    use super::jiffies;
+    use crate::TcpConfig;
+    use wirelab_core::Instant;
+
+    /// The u64 fast path and the 128-bit fallback agree with the exact formula, on both
+    /// sides of the point where `t * hz` overflows a u64.
+    #[test]
+    fn jiffies_is_the_exact_quotient() {
+        for hz in [100u32, 250, 1000] {
+            let mut cfg = TcpConfig::profile("linux-6").expect("linux-6");
+            cfg.hz = hz;
+            let edge = u64::MAX / hz as u64;
+            for t in [0, 1, 999_999, 1_000_000, 3_999_999, 10_000_000_007, edge - 1, edge, edge + 1, u64::MAX] {
+                let exact = ((t as u128 * hz as u128) / 1_000_000_000) as u32;
+                assert_eq!(jiffies(&cfg, Instant::from_nanos(t)), exact, "hz {hz} t {t}");
+            }
+        }
     }
 }
