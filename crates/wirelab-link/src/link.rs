@@ -432,7 +432,8 @@ impl LinkDirection {
         }
     }
 
-    fn next_arrival(&self) -> Option<Instant> {
+    /// When the next packet in flight arrives at the far end, if any.
+    pub fn next_arrival(&self) -> Option<Instant> {
         match self.heap.peek() {
             Some(f) => Some(f.arrival),
             None => self.fifo.front().map(|f| f.arrival),

@@ -91,6 +91,9 @@ impl Qdisc for Fifo {
     fn qlen(&self) -> usize {
         self.q.len()
     }
+    fn idle_dequeue_is_noop(&self) -> bool {
+        self.q.is_empty()
+    }
     fn backlog_bytes(&self) -> usize {
         self.backlog
     }

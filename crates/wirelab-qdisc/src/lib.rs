@@ -242,6 +242,13 @@ pub trait Qdisc: Send {
     }
     /// Packets queued (`sch->q.qlen`), including in child qdiscs.
     fn qlen(&self) -> usize;
+    /// True if a `dequeue` now would return nothing and change nothing (an empty FIFO):
+    /// the driver may then skip the call. `false` (the default) is always correct; an AQM
+    /// or shaper whose empty dequeue updates state (CoDel leaves its dropping state) or that
+    /// holds packets keeps it.
+    fn idle_dequeue_is_noop(&self) -> bool {
+        false
+    }
     /// Bytes queued (`sch->qstats.backlog`).
     fn backlog_bytes(&self) -> usize;
     /// This qdisc's `tc -s qdisc` counters.

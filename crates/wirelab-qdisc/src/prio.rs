@@ -66,6 +66,11 @@ impl Qdisc for PfifoFast {
     fn qlen(&self) -> usize {
         self.qlen_total()
     }
+    fn idle_dequeue_is_noop(&self) -> bool {
+        // every queued packet's bytes are in `backlog`, and no packet is empty (an IPv4
+        // header at least)
+        self.backlog == 0
+    }
     fn backlog_bytes(&self) -> usize {
         self.backlog
     }
