@@ -1037,7 +1037,8 @@ impl Sim {
     fn on_link(&mut self, d: u32) {
         let now = self.now;
         let dir = &mut self.dirs[d as usize];
-        if dir.scheduled == Some(now) {
+        let due = dir.scheduled == Some(now);
+        if due {
             dir.scheduled = None;
         }
         if dir.link.next_arrival().is_none_or(|a| a > now) {
@@ -1050,7 +1051,13 @@ impl Sim {
             let (fnode, fif) = dir.from;
             if !dir.link.is_idle(now) || self.nodes[fnode as usize].ifaces[fif as usize].qdisc.idle_dequeue_is_noop() {
                 dir.link.handle_timeout(now);
-                self.schedule_dir(d);
+                // A superseded entry (`scheduled` is not now) needs no rescheduling:
+                // `scheduled` is the direction's live entry, no later than anything pending
+                // (every change to what is pending goes through `schedule_dir`), or `None`
+                // when nothing is pending, so `schedule_dir` would push nothing.
+                if due {
+                    self.schedule_dir(d);
+                }
                 return;
             }
         }
