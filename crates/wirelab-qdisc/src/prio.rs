@@ -71,6 +71,15 @@ impl Qdisc for PfifoFast {
         // header at least)
         self.backlog == 0
     }
+    fn bypass(&mut self, now: Instant, pkt: &mut Pkt) -> bool {
+        // empty, and a limit of 0 (`txqueuelen 0`) would refuse it
+        if self.backlog != 0 || self.limit == 0 {
+            return false;
+        }
+        pkt.meta.enqueued = now;
+        self.c.sent(pkt);
+        true
+    }
     fn backlog_bytes(&self) -> usize {
         self.backlog
     }

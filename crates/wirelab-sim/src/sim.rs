@@ -954,9 +954,20 @@ impl Sim {
         let dir = ifc.out;
         pkt.meta.l2_len = self.dirs[dir as usize].l2_len;
         pkt.meta.iface = iface;
+        let probe = ifc.probe;
+        // TCQ_F_CAN_BYPASS: an empty work-conserving qdisc in front of an idle transmitter
+        // hands the packet straight over (__dev_xmit_skb -> sch_direct_xmit), counting it
+        // as sent; the same as the enqueue and dequeue below, minus their queue operations
+        if !probe && self.dirs[dir as usize].link.is_idle(now) && ifc.qdisc.bypass(now, &mut pkt) {
+            if let Some(c) = ifc.capture {
+                self.rec.capture(c, now, iface, CaptureDir::Out, whole(&mut self.whole, &pkt));
+            }
+            self.dirs[dir as usize].link.transmit(now, pkt);
+            self.schedule_dir(dir);
+            return;
+        }
         let id = pkt.meta.id;
         let len = pkt.len();
-        let probe = ifc.probe;
         let mut drops = std::mem::take(&mut self.drops);
         let flow = if probe { ProbeRecord::flow_of(&pkt) } else { Default::default() };
         let verdict = ifc.qdisc.enqueue(now, pkt, &mut drops);
