@@ -708,6 +708,16 @@ impl Sim {
         self.nodes[n as usize].stack.as_deref()
     }
 
+    /// Run-level counters so far (a bench reads them between two [`Sim::run`] calls).
+    pub fn run_counters(&self) -> RunCounters {
+        self.counters
+    }
+
+    /// Node `n`'s drop and delivery counters so far.
+    pub fn node_counters(&self, n: NodeId) -> NodeCounters {
+        self.nodes[n as usize].counters
+    }
+
     fn ensure_stack(&mut self, n: NodeId) {
         let seed = self.seed;
         let node = &mut self.nodes[n as usize];
