@@ -704,7 +704,7 @@ impl Conn {
         // RDB: the packet may start earlier than the new segment (never with a FIN)
         let rdb_start = if with_fin { seq } else { self.rdb_bundle_start(cfg, seq, len) };
         let prior_packets = self.rtx.packets_out;
-        self.rtx.push(TxSeg { seq, end, fin: with_fin, sacked: 0, xmit: edt, rdb_start, tx, piece, psh: stored_psh });
+        self.rtx.push(TxSeg { seq, end, fin: with_fin, sacked: 0, xmit: edt, rdb_start, tx, piece, psh: stored_psh, sack_run: 0 });
         self.snd_nxt = end;
         if with_fin {
             self.fin_sent = true;
