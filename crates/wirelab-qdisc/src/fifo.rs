@@ -62,6 +62,9 @@ impl Qdisc for Fifo {
         };
         if fits {
             self.backlog += pkt.len();
+            if self.q.is_empty() {
+                self.q.clear(); // restart the ring at its first (warm) slot, as in `LinkDirection::push`
+            }
             self.q.push_back(pkt);
             return Verdict::Queued;
         }

@@ -47,7 +47,11 @@ impl Qdisc for PfifoFast {
         }
         let band = DEFAULT_PRIOMAP[(skb_priority(&pkt) & TC_PRIO_MAX) as usize] as usize;
         self.backlog += pkt.len();
-        self.bands[band].push_back(pkt);
+        let q = &mut self.bands[band];
+        if q.is_empty() {
+            q.clear(); // restart the ring at its first (warm) slot, as in `LinkDirection::push`
+        }
+        q.push_back(pkt);
         Verdict::Queued
     }
     fn dequeue(&mut self, _now: Instant, _dropped: &mut Vec<Pkt>) -> Option<Pkt> {

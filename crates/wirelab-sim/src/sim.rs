@@ -90,6 +90,9 @@ pub(crate) struct Node {
     /// The same, sorted: "is this packet for me" per received packet is a binary search
     /// (a router of a 2000-host dumbbell has 2000 interfaces).
     local_sorted: Vec<u32>,
+    /// The last destination found in `local_sorted` (addresses are never removed): a
+    /// host's packets are all for one address, and the sorted list is one more cold line.
+    local_hit: Option<u32>,
     /// Interface index by name (a 20 000-host dumbbell's routers have 20 000 interfaces:
     /// a scan per added link made building it quadratic).
     iface_ix: HashMap<String, u32>,
@@ -101,6 +104,21 @@ pub(crate) struct Node {
     /// A node outside the simulation (a live driver's TUN interface): packets arriving at
     /// it are handed to the driver ([`Sim::drain_external`]) instead of being processed.
     pub external: bool,
+}
+
+impl Node {
+    /// Whether `a` is one of the node's addresses.
+    #[inline]
+    fn is_local(&mut self, a: u32) -> bool {
+        if self.local_hit == Some(a) {
+            return true;
+        }
+        let local = self.local_sorted.binary_search(&a).is_ok();
+        if local {
+            self.local_hit = Some(a);
+        }
+        local
+    }
 }
 
 /// `repr(C)`: the fields every event of the direction reads first, then the link (whose
@@ -268,6 +286,7 @@ impl Sim {
             counters: NodeCounters::default(),
             addrs: Vec::new(),
             local_sorted: Vec::new(),
+            local_hit: None,
             iface_ix: HashMap::new(),
             stack_cfg: Box::default(),
             stack: None,
@@ -892,7 +911,7 @@ impl Sim {
     /// Wraps a transport segment (after `HEADROOM`) in an IPv4 header and routes it.
     fn send_ip(&mut self, n: NodeId, t: Transmit, mut buf: Vec<u8>) {
         let node = &mut self.nodes[n as usize];
-        let Some(hop) = node.routes.lookup(t.dst) else {
+        let Some(hop) = node.routes.lookup_cached(t.dst) else {
             node.counters.no_route += 1;
             self.recycle(buf);
             return;
@@ -1120,7 +1139,7 @@ impl Sim {
             return;
         }
         let dst = ipp.dst_addr();
-        let local = node.local_sorted.binary_search(&u32::from(dst)).is_ok();
+        let local = node.is_local(u32::from(dst));
         if local {
             node.counters.delivered += 1;
             self.deliver_local(n, pkt);
@@ -1134,7 +1153,7 @@ impl Sim {
             node.counters.ttl_expired += 1;
             return;
         }
-        let Some(hop) = node.routes.lookup(dst) else {
+        let Some(hop) = node.routes.lookup_cached(dst) else {
             node.counters.no_route += 1;
             return;
         };

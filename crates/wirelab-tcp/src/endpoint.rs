@@ -11,8 +11,8 @@ use crate::config::TcpConfig;
 use crate::conn::{Conn, Out, RstSpec};
 use crate::wire::{flags, TcpPacket, TcpRepr};
 use core::hash::{BuildHasherDefault, Hasher};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use crate::small::{CachedMap, InlineQueue, TimerHeap};
+use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use wirelab_core::{Instant, Rng, SockEvent, Transmit, HEADROOM};
 
@@ -68,11 +68,11 @@ pub struct TcpEndpoint {
     cfg: TcpConfig,
     rng: Rng,
     slots: Vec<Slot>,
-    demux: HashMap<Tuple, SocketId, FxBuild>,
+    demux: CachedMap<Tuple, SocketId, FxBuild>,
     listeners: HashMap<(u32, u16), SocketId, FxBuild>,
-    heap: BinaryHeap<Reverse<(Instant, u32)>>,
-    ready: VecDeque<u32>,
-    events: VecDeque<(SocketId, SockEvent)>,
+    heap: TimerHeap<(Instant, u32)>,
+    ready: InlineQueue<u32>,
+    events: InlineQueue<(SocketId, SockEvent)>,
     rsts: VecDeque<RstSpec>,
     lazy_payload: bool,
     /// The host's egress qdisc is `fq` (sockets leave pacing to it, `SK_PACING_FQ`).
@@ -88,11 +88,11 @@ impl TcpEndpoint {
             cfg,
             rng,
             slots: Vec::new(),
-            demux: HashMap::default(),
+            demux: CachedMap::default(),
             listeners: HashMap::default(),
-            heap: BinaryHeap::new(),
-            ready: VecDeque::new(),
-            events: VecDeque::new(),
+            heap: TimerHeap::default(),
+            ready: InlineQueue::default(),
+            events: InlineQueue::default(),
             rsts: VecDeque::new(),
             lazy_payload: false,
             fq_pacing: false,
@@ -172,9 +172,7 @@ impl TcpEndpoint {
             let key = tuple(c.local, c.remote);
             let orphan = c.orphan;
             let parent = c.listener;
-            if self.demux.get(&key) == Some(&SocketId(id)) {
-                self.demux.remove(&key);
-            }
+            self.demux.remove_if(&key, SocketId(id));
             if orphan {
                 if let Some(p) = parent {
                     if let Some(Slot::Listener(l)) = self.slots.get_mut(p.0 as usize) {
@@ -192,10 +190,10 @@ impl TcpEndpoint {
     /// Moving a deadline later (the RTO re-armed on every ACK) costs nothing here; the
     /// entry is re-keyed when it reaches the top ([`Self::clean_heap`]), so the heap sees
     /// about one push per timer period instead of one per ACK.
-    fn rekey(heap: &mut BinaryHeap<Reverse<(Instant, u32)>>, id: u32, c: &mut Conn) {
+    fn rekey(heap: &mut TimerHeap<(Instant, u32)>, id: u32, c: &mut Conn) {
         if let Some(d) = c.next_deadline() {
             if c.heap_key.is_none_or(|k| d < k) {
-                heap.push(Reverse((d, id)));
+                heap.push((d, id));
                 c.heap_key = Some(d);
             }
         }
@@ -204,7 +202,7 @@ impl TcpEndpoint {
     /// Makes the heap top exact: drops stale entries and re-keys postponed ones, so that
     /// `poll_timeout` returns the true earliest deadline.
     fn clean_heap(&mut self) {
-        while let Some(&Reverse((t, id))) = self.heap.peek() {
+        while let Some(&(t, id)) = self.heap.peek() {
             let Some(Slot::Conn(c)) = self.slots.get_mut(id as usize) else {
                 self.heap.pop();
                 continue;
@@ -220,7 +218,7 @@ impl TcpEndpoint {
             self.heap.pop();
             c.heap_key = None;
             if let Some(d) = d {
-                self.heap.push(Reverse((d, id)));
+                self.heap.push((d, id));
                 c.heap_key = Some(d);
             }
         }
@@ -246,7 +244,7 @@ impl TcpEndpoint {
         let local = SocketAddrV4::new(dst, r.dst_port);
         let remote = SocketAddrV4::new(src, r.src_port);
         let key = tuple(local, remote);
-        if let Some(&id) = self.demux.get(&key) {
+        if let Some(id) = self.demux.get(&key) {
             // listen overflow: drop the handshake-completing ACK (tcp_check_req)
             if let Some(Slot::Conn(c)) = self.slots.get(id.0 as usize) {
                 if c.state == TcpState::SynRecv && r.has(flags::ACK) && !r.has(flags::RST) && !r.has(flags::SYN) {
@@ -351,7 +349,7 @@ impl TcpEndpoint {
     pub fn handle_timeout(&mut self, now: Instant) {
         loop {
             self.clean_heap();
-            let Some(&Reverse((t, id))) = self.heap.peek() else { break };
+            let Some(&(t, id)) = self.heap.peek() else { break };
             if t > now {
                 break;
             }
@@ -422,7 +420,7 @@ impl TcpEndpoint {
 
     /// Earliest armed timer of any connection.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.heap.peek().map(|Reverse((t, _))| *t)
+        self.heap.peek().map(|&(t, _)| t)
     }
 
     /// Next application event.

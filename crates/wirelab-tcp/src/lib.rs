@@ -67,6 +67,7 @@ mod conn;
 mod endpoint;
 mod engine;
 mod ring;
+mod small;
 pub mod wire;
 
 #[cfg(test)]

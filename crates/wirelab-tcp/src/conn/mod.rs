@@ -97,7 +97,7 @@ pub(crate) struct RstSpec {
 
 /// Outputs a connection hands to its endpoint during a call.
 pub(crate) struct Out<'a> {
-    pub ev: &'a mut VecDeque<(SocketId, SockEvent)>,
+    pub ev: &'a mut crate::small::InlineQueue<(SocketId, SockEvent)>,
     pub rst: &'a mut VecDeque<RstSpec>,
 }
 
