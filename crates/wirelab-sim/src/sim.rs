@@ -126,6 +126,11 @@ impl Node {
 #[repr(C)]
 pub(crate) struct LinkDir {
     pub scheduled: Option<Instant>,
+    /// The time of a superseded entry of this direction that is still queued (the latest
+    /// one; `None` if unknown or fired), see `schedule_dir`.
+    pub superseded: Option<Instant>,
+    /// No scheduled change (up/down, netem spec) targets this direction.
+    pub fixed: bool,
     pub from: (NodeId, u32),
     pub to: (NodeId, u32),
     pub l2_len: u16,
@@ -200,6 +205,9 @@ pub struct Sim {
     watch: Option<(u64, Watch)>,
     /// Why the run stopped early, if a watch stopped it.
     pub(crate) stopped: Option<String>,
+    /// Skip duplicate `Link` entries (see `schedule_dir`); off only to test that skipping
+    /// them changes nothing but the event count.
+    skip_duplicates: bool,
 }
 
 /// A check the run loop calls every few thousand events with (now, events so far);
@@ -245,6 +253,7 @@ impl Sim {
             external_out: Vec::new(),
             watch: None,
             stopped: None,
+            skip_duplicates: true,
         }
     }
 
@@ -254,6 +263,13 @@ impl Sim {
     /// reason. The recorded results up to there are intact.
     pub fn set_watch(&mut self, every: u64, w: Watch) {
         self.watch = Some((every.max(1).next_power_of_two() - 1, w));
+    }
+
+    /// Turns off the skipping of duplicate link-direction entries (on by default): for
+    /// tests that show it changes nothing but [`RunCounters::events`].
+    #[doc(hidden)]
+    pub fn set_skip_duplicate_link_entries(&mut self, on: bool) {
+        self.skip_duplicates = on;
     }
 
     /// Why the run stopped before `until`, if a watch stopped it.
@@ -352,6 +368,8 @@ impl Sim {
             from: (a.0, ia),
             to: (b.0, ib),
             scheduled: None,
+            superseded: None,
+            fixed: true,
             l2_len,
         });
         self.dirs.push(LinkDir {
@@ -360,6 +378,8 @@ impl Sim {
             from: (b.0, ib),
             to: (a.0, ia),
             scheduled: None,
+            superseded: None,
+            fixed: true,
             l2_len,
         });
         for (n, nm, addr, q, out) in [(a.0, a.1, a.2, a.3, dab), (b.0, b.1, b.2, b.3, dba)] {
@@ -540,8 +560,11 @@ impl Sim {
                 self.arm_app(i as u32, t);
             }
         }
-        for (i, (t, _)) in self.changes.iter().enumerate() {
+        for (i, (t, c)) in self.changes.iter().enumerate() {
             self.events.push(*t, Event::Change(i as u32));
+            if let Change::SetUp { dir, .. } | Change::SetSpec { dir, .. } = c {
+                self.dirs[*dir as usize].fixed = false;
+            }
         }
         self.events.push(Instant::ZERO, Event::Sample);
     }
@@ -1068,6 +1091,25 @@ impl Sim {
             let t = t.max(now);
             let dir = &mut self.dirs[d as usize];
             if dir.scheduled.is_none_or(|s| t < s || s < now) {
+                if dir.scheduled.is_none() && dir.superseded == Some(t) && dir.fixed && dir.link.arrives_later() && self.skip_duplicates {
+                    // An entry superseded earlier is still queued for exactly `t` (typically
+                    // the arrival that a transmission's end pre-empted). It fires before
+                    // a new entry for `t` would and, as the live entry, does what that one
+                    // would; the new one would then find nothing (all arrivals due at `t`
+                    // delivered, none can arrive at its own instant, and the FIFO in front —
+                    // checked below — never holds a packet while the transmitter idles).
+                    // So no duplicate is pushed: one event fewer, no other change.
+                    let (fnode, fif) = dir.from;
+                    if self.nodes[fnode as usize].ifaces[fif as usize].qdisc.idle_dequeue_is_noop() {
+                        dir.scheduled = Some(t);
+                        dir.superseded = None;
+                        return;
+                    }
+                }
+                if let Some(s) = dir.scheduled.filter(|&s| s >= now) {
+                    // the entry for `s` stays queued
+                    dir.superseded = Some(s);
+                }
                 dir.scheduled = Some(t);
                 self.events.push(t, Event::Link(d));
             }
@@ -1080,6 +1122,9 @@ impl Sim {
         let due = dir.scheduled == Some(now);
         if due {
             dir.scheduled = None;
+        }
+        if dir.superseded == Some(now) {
+            dir.superseded = None;
         }
         if dir.link.next_arrival().is_none_or(|a| a > now) {
             // Nothing arrives: the entry marks the end of a transmission or was superseded.
