@@ -951,7 +951,9 @@ impl Sim {
             dont_frag: t.dont_frag,
         };
         ip.emit(&mut buf);
-        let mut pkt = self.new_pkt(buf, t.tail);
+        // the same tail bytes from the pattern's first lines (hot in L1) rather than from
+        // wherever in its 64 kB the segment's stream offset fell
+        let mut pkt = self.new_pkt(buf, wirelab_core::pattern::canonical(t.tail));
         // scheduling metadata for qdiscs such as fq (skb->sk, skb->tstamp, sk_pacing_rate)
         pkt.meta.sk = if t.sk != 0 { t.sk } else { socket_key(&t, &pkt.data[HEADROOM..]) };
         pkt.meta.txtime = t.txtime;
