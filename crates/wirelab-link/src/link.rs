@@ -263,6 +263,13 @@ impl LinkDirection {
         self.fifo.len() + self.heap.len()
     }
 
+    /// Every packet transmitted now arrives strictly later than its transmission starts
+    /// (a positive delay and no impairment that could shorten it: no jitter, reordering or
+    /// gap). The driver relies on it to know no arrival can fall due at the current instant.
+    pub fn arrives_later(&self) -> bool {
+        self.plain && self.delay_ns > 0
+    }
+
     /// Is the transmitter free at `now`?
     pub fn is_idle(&self, now: Instant) -> bool {
         now >= self.busy_until
@@ -438,7 +445,8 @@ impl LinkDirection {
         }
     }
 
-    fn next_arrival(&self) -> Option<Instant> {
+    /// When the next packet in flight arrives at the far end, if any.
+    pub fn next_arrival(&self) -> Option<Instant> {
         match self.heap.peek() {
             Some(f) => Some(f.arrival),
             None => self.fifo.front().map(|f| f.arrival),

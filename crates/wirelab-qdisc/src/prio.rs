@@ -70,6 +70,20 @@ impl Qdisc for PfifoFast {
     fn qlen(&self) -> usize {
         self.qlen_total()
     }
+    fn idle_dequeue_is_noop(&self) -> bool {
+        // every queued packet's bytes are in `backlog`, and no packet is empty (an IPv4
+        // header at least)
+        self.backlog == 0
+    }
+    fn bypass(&mut self, now: Instant, pkt: &mut Pkt) -> bool {
+        // empty, and a limit of 0 (`txqueuelen 0`) would refuse it
+        if self.backlog != 0 || self.limit == 0 {
+            return false;
+        }
+        pkt.meta.enqueued = now;
+        self.c.sent(pkt);
+        true
+    }
     fn backlog_bytes(&self) -> usize {
         self.backlog
     }

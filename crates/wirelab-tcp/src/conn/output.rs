@@ -395,6 +395,10 @@ impl Conn {
     /// `__tcp_retransmit_skb()`, i.e. without marking it retransmitted, and records
     /// `tlp_high_seq` to tell later whether the probe repaired a loss; 4.x+ (RACK) makes
     /// it a real retransmission.
+    ///
+    /// RACK-TLP era (4.13+): a probe that goes restarts the RTO from now (`icsk_pending =
+    /// 0` before `tcp_rearm_rto()`); one that does not leaves the RTO counted from the
+    /// head's transmission (set by the timer side, `loss_probe_timer`).
     fn send_loss_probe(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         let rack = self.rack_on(cfg);
         if self.has_unsent() && !self.fin_sent {
@@ -404,6 +408,7 @@ impl Conn {
                 if rack {
                     self.tlp.high_seq = Some(self.snd_nxt);
                     self.tlp.retrans = false;
+                    self.reset_xmit_timer(cfg, now, XmitTimer::Retrans, self.rtt.rto);
                 }
             }
             return t;
@@ -428,6 +433,7 @@ impl Conn {
             }
             self.stats.total_retrans += 1;
             self.tlp.retrans = true;
+            self.reset_xmit_timer(cfg, now, XmitTimer::Retrans, self.rtt.rto);
         }
         let edt = self.pacing.wstamp.max(now);
         let tx = self.rate.skb_sent(edt, self.rtx.packets_out);
@@ -698,7 +704,7 @@ impl Conn {
         // RDB: the packet may start earlier than the new segment (never with a FIN)
         let rdb_start = if with_fin { seq } else { self.rdb_bundle_start(cfg, seq, len) };
         let prior_packets = self.rtx.packets_out;
-        self.rtx.push(TxSeg { seq, end, fin: with_fin, sacked: 0, xmit: edt, rdb_start, tx, piece, psh: stored_psh });
+        self.rtx.push(TxSeg { seq, end, fin: with_fin, sacked: 0, xmit: edt, rdb_start, tx, piece, psh: stored_psh, sack_run: 0 });
         self.snd_nxt = end;
         if with_fin {
             self.fin_sent = true;

@@ -632,7 +632,7 @@ impl Conn {
     /// 10 ms), with one packet out at least 1.5·srtt + `TCP_DELACK_MAX`; never later than
     /// the pending RTO. RACK-TLP (RACK on, 4.13+/6.x): PTO = 2·srtt + (one packet out ?
     /// `TCP_RTO_MIN` : 2 jiffies), `TCP_TIMEOUT_INIT` without a sample; Open or CWR; capped
-    /// by the RTO (counted from the head's transmission after an ACK, `advanced`).
+    /// by the RTO (a whole RTO after an ACK, `advanced`; else the time left to it).
     pub(super) fn schedule_loss_probe(&mut self, cfg: &TcpConfig, now: Instant, advanced: bool) {
         if !self.xmit_timer_is(XmitTimer::Retrans.bit()) {
             return;
@@ -666,7 +666,10 @@ impl Conn {
         } else {
             cfg.rto_init
         };
-        let rto_left = if advanced { self.rtx.q.front().map_or(rto, |h| (h.xmit + rto).saturating_since(now)) } else { rto };
+        // `advancing_rto` (after an ACK, tcp_set_xmit_timer()): the RTO is about to restart
+        // from now, so the whole icsk_rto; otherwise (new data sent) the time left to the
+        // pending RTO, counted from the head's transmission (tcp_rto_delta_us())
+        let rto_left = if advanced { rto } else { self.rtx.q.front().map_or(rto, |h| (h.xmit + rto).saturating_since(now)) };
         if rto_left > Duration::ZERO {
             timeout = timeout.min(rto_left);
         }

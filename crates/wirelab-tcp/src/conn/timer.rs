@@ -266,12 +266,21 @@ impl Conn {
     }
 
     /// `tcp_send_loss_probe()` (timer side): re-arm the RTO and let the next transmit
-    /// opportunity send the probe.
+    /// opportunity send the probe. 3.10-4.12 restart a full RTO from now whether or not a
+    /// probe goes (`inet_csk_reset_xmit_timer(..., icsk_rto)`); 4.13+ (RACK-TLP here) call
+    /// `tcp_rearm_rto()` with `ICSK_TIME_LOSS_PROBE` still pending, so when no probe can go
+    /// the RTO stays counted from the head's last transmission (`tcp_rto_delta_us()`, at
+    /// least one jiffy); `send_loss_probe()` restarts it from now when a probe goes.
     fn loss_probe_timer(&mut self, cfg: &TcpConfig, now: Instant) {
         if self.rtx.packets_out == 0 {
             return;
         }
-        let rto = self.rtt.rto;
+        let mut rto = self.rtt.rto;
+        if self.rack_on(cfg) {
+            if let Some(h) = self.rtx.q.front() {
+                rto = (h.xmit + rto).saturating_since(now).max(cfg.jiffy());
+            }
+        }
         self.reset_xmit_timer(cfg, now, XmitTimer::Retrans, rto);
         self.tlp.pending = true;
     }
