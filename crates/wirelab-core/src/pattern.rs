@@ -82,6 +82,46 @@ pub fn canonical(data: &'static [u8]) -> &'static [u8] {
     }
 }
 
+/// Joins a short head (a segment's headers) and a tail that lies in [`PATTERN`] into one
+/// contiguous slice without copying the tail: the head is written just in front of the
+/// same bytes in a private copy of the pattern, and put back on the next call. A receiving
+/// stack that wants the whole segment in one piece then costs a header-sized copy instead
+/// of a payload-sized one.
+#[derive(Default)]
+pub struct Joiner {
+    /// `ROOM` bytes, then the pattern (allocated on first use).
+    buf: Vec<u8>,
+    /// Bytes of the pattern part that the last head overwrote.
+    dirty: core::ops::Range<usize>,
+}
+
+impl Joiner {
+    /// Longest head that fits in front of any tail.
+    pub const ROOM: usize = 512;
+
+    /// `head ++ tail`, or `None` if `tail` is not a slice of [`PATTERN`] or `head` is
+    /// longer than [`Self::ROOM`].
+    pub fn join<'a>(&'a mut self, head: &[u8], tail: &[u8]) -> Option<&'a [u8]> {
+        let a = (tail.as_ptr() as usize).checked_sub(PATTERN.as_ptr() as usize)?;
+        if a + tail.len() > PATTERN.len() || head.len() > Self::ROOM {
+            return None;
+        }
+        if self.buf.is_empty() {
+            self.buf = vec![0; Self::ROOM];
+            self.buf.extend_from_slice(&PATTERN);
+        }
+        let r = core::mem::take(&mut self.dirty);
+        if !r.is_empty() {
+            self.buf[r.clone()].copy_from_slice(&PATTERN[r.start - Self::ROOM..r.end - Self::ROOM]);
+        }
+        let at = Self::ROOM + a;
+        let from = at - head.len();
+        self.buf[from..at].copy_from_slice(head);
+        self.dirty = from.max(Self::ROOM)..at.max(Self::ROOM);
+        Some(&self.buf[from..at + tail.len()])
+    }
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
@@ -133,5 +173,24 @@ mod test {
         // not the pattern: unchanged
         static OTHER: [u8; 3] = [1, 2, 3];
         assert_eq!(canonical(&OTHER).as_ptr(), OTHER.as_ptr());
+    }
+
+    #[test]
+    fn joined_slices_are_head_then_tail_every_time() {
+        let mut j = Joiner::default();
+        let mut rng = crate::Rng::stream(5, "joiner-test");
+        for i in 0..3000 {
+            let a = rng.below(65537) as usize;
+            let n = rng.below((65536 - a) as u64 + 1) as usize;
+            let tail: &'static [u8] = &PATTERN[a..a + n];
+            let head: Vec<u8> = (0..rng.below(Joiner::ROOM as u64 + 1)).map(|k| (k as u8) ^ (i as u8)).collect();
+            let want: Vec<u8> = head.iter().chain(tail).copied().collect();
+            assert_eq!(j.join(&head, tail).map(|s| s.to_vec()), Some(want), "offset {a} len {n}");
+        }
+        // the pattern part is intact after the last head
+        let _ = j.join(&[], &PATTERN[..0]);
+        assert_eq!(&j.buf[Joiner::ROOM..], &PATTERN[..]);
+        assert_eq!(j.join(&[0; Joiner::ROOM + 1], &PATTERN[..4]), None);
+        assert_eq!(j.join(&[1], &[2, 3]), None);
     }
 }
