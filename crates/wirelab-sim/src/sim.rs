@@ -209,6 +209,9 @@ pub struct Sim {
     watch: Option<(u64, Watch)>,
     /// Why the run stopped early, if a watch stopped it.
     pub(crate) stopped: Option<String>,
+    /// The TCP configuration of the last host stack created, shared by the next host
+    /// stacks whose configuration is equal.
+    tcp_cfg_shared: Option<std::sync::Arc<wirelab_tcp::TcpConfig>>,
     /// Skip duplicate `Link` entries (see `schedule_dir`); off only to test that skipping
     /// them changes nothing but the event count.
     skip_duplicates: bool,
@@ -257,6 +260,7 @@ impl Sim {
             external_out: Vec::new(),
             watch: None,
             stopped: None,
+            tcp_cfg_shared: None,
             skip_duplicates: true,
         }
     }
@@ -776,7 +780,17 @@ impl Sim {
             // SCTP picks each path's source address by route lookup, as Linux does
             sctp_cfg.source_routes = node.routes.entries().into_iter().map(|(net, len, hop)| (net, len, node.ifaces[hop.iface as usize].addr.addr)).collect();
             sctp_cfg.host_addrs = node.ifaces.iter().map(|f| f.addr.addr).collect();
-            let mut tcp = wirelab_tcp::TcpEndpoint::new(tcp_cfg, Rng::stream(seed, &format!("node/{}/tcp", node.name)));
+            // hosts with equal TCP configurations share one copy (read at every segment;
+            // one per host was a cold ~300-byte copy at every segment with thousands of hosts)
+            let tcp_cfg = match &self.tcp_cfg_shared {
+                Some(c) if **c == tcp_cfg => c.clone(),
+                _ => {
+                    let c = std::sync::Arc::new(tcp_cfg);
+                    self.tcp_cfg_shared = Some(c.clone());
+                    c
+                }
+            };
+            let mut tcp = wirelab_tcp::TcpEndpoint::new_shared(tcp_cfg, Rng::stream(seed, &format!("node/{}/tcp", node.name)));
             // bulk payload travels by reference (Pkt::tail); captures and receivers see it
             tcp.set_lazy_payload(true);
             // TCP Small Queues: this driver reports when each datagram leaves the host

@@ -14,6 +14,7 @@ use core::hash::{BuildHasherDefault, Hasher};
 use crate::small::{CachedMap, InlineQueue, TimerHeap};
 use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
+use std::sync::Arc;
 use wirelab_core::{Instant, Rng, SockEvent, Transmit, HEADROOM};
 
 /// A small multiplicative hasher for fixed-size keys (lookups only; never iterated).
@@ -65,7 +66,10 @@ enum Slot {
 
 /// A host's TCP stack (sans-IO).
 pub struct TcpEndpoint {
-    cfg: TcpConfig,
+    /// Shared by the hosts of a simulation that have the same configuration
+    /// ([`Self::new_shared`]): the fields a segment reads then stay in cache however many
+    /// hosts there are, instead of a ~300-byte copy per host that is cold at every segment.
+    cfg: Arc<TcpConfig>,
     rng: Rng,
     slots: Vec<Slot>,
     demux: CachedMap<Tuple, SocketId, FxBuild>,
@@ -89,6 +93,11 @@ pub struct TcpEndpoint {
 impl TcpEndpoint {
     /// A stack with configuration `cfg`; `rng` draws ISNs, timestamp offsets and ports.
     pub fn new(cfg: TcpConfig, rng: Rng) -> Self {
+        Self::new_shared(Arc::new(cfg), rng)
+    }
+
+    /// [`Self::new`] with a configuration other endpoints may share (it is never changed).
+    pub fn new_shared(cfg: Arc<TcpConfig>, rng: Rng) -> Self {
         TcpEndpoint {
             cfg,
             rng,
