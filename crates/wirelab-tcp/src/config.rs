@@ -201,14 +201,16 @@ pub struct TcpConfig {
     /// `tcp_reordering`, any forward progress (a new SACK too) may raise cwnd; otherwise
     /// only a cumulative ACK of new data. Off in the older profiles (not claimed there).
     pub raise_cwnd_on_reordering: bool,
-    /// The tail loss probe as Linux 5.8+ sends it (checked against 6.18 with packetdrill,
+    /// The tail loss probe as Linux 6.x has it (checked against 6.18 with packetdrill,
     /// `own/tlp-*.pkt`): at most one probe per flight, new data included, while
-    /// `tp->tlp_high_seq` is set (`tcp_send_loss_probe()`: "At most one outstanding TLP");
-    /// a retransmitted probe goes through `__tcp_retransmit_skb()`, so it is not counted
-    /// in `retrans_out` (`tcpi_retrans`) nor marked `TCPCB_SACKED_RETRANS`, only
-    /// `TCPCB_EVER_RETRANS`. Off in the older RACK profile (`linux-4.6`: the earlier
-    /// model, not checked against a kernel).
-    pub tlp_5_8: bool,
+    /// `tp->tlp_high_seq` is set (5.8+ `tcp_send_loss_probe()`: "At most one outstanding
+    /// TLP"); a retransmitted probe goes through `__tcp_retransmit_skb()`, so it is not
+    /// counted in `retrans_out` (`tcpi_retrans`) nor marked `TCPCB_SACKED_RETRANS`, only
+    /// `TCPCB_EVER_RETRANS`; and `tcp_schedule_loss_probe()` arms the probe although
+    /// unsent data waits with cwnd room left (held by the receive window), where 3.x/4.x
+    /// required the flow to be cwnd- or application-limited. Off in the older RACK
+    /// profile (`linux-4.6`: the earlier model, not checked against a kernel).
+    pub tlp_6: bool,
     /// `net.ipv4.tcp_no_metrics_save`. wirelab never caches per-destination metrics, i.e.
     /// always behaves as if this were 1; 0 is accepted and documented as a deviation.
     pub tcp_no_metrics_save: bool,
@@ -405,7 +407,7 @@ impl TcpConfig {
             tso: true,
             idle_check_at_write: true,
             raise_cwnd_on_reordering: true,
-            tlp_5_8: true,
+            tlp_6: true,
             tcp_min_tso_segs: 2,
             tcp_tso_win_divisor: 3,
             cubic: CubicParams::default(),
@@ -434,7 +436,7 @@ impl TcpConfig {
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
-                c.tlp_5_8 = false;
+                c.tlp_6 = false;
                 c.rcv_space_style = RcvSpaceStyle::Steps;
                 c.tcp_rmem = [4096, 87380, 6291456];
                 c.hz = 250;
@@ -448,7 +450,7 @@ impl TcpConfig {
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
-                c.tlp_5_8 = false;
+                c.tlp_6 = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 c.tcp_rmem = [4096, 87380, 6291456];
                 c.hz = 250;
@@ -462,7 +464,7 @@ impl TcpConfig {
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
-                c.tlp_5_8 = false;
+                c.tlp_6 = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 c.tcp_rmem = [4096, 87380, 4194304];
                 c.tcp_wmem = [4096, 16384, 4194304];
@@ -484,7 +486,7 @@ impl TcpConfig {
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
-                c.tlp_5_8 = false;
+                c.tlp_6 = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 // 2.2 had no tcp_rmem/tcp_wmem; net.core.{r,w}mem_default was 64 KiB.
                 c.tcp_rmem = [4096, 65535, 65535];
@@ -516,7 +518,7 @@ impl TcpConfig {
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
-                c.tlp_5_8 = false;
+                c.tlp_6 = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 // FreeBSD's sb_hiwat counts payload (net.inet.tcp.recvspace 65536,
                 // sendspace 32768); Linux charges truesize and advertises rcvbuf/2

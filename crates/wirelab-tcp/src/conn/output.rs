@@ -414,16 +414,24 @@ impl Conn {
     /// 0` before `tcp_rearm_rto()`); one that does not leaves the RTO counted from the
     /// head's transmission (set by the timer side, `loss_probe_timer`).
     ///
-    /// 5.8+ (`tlp_5_8`): no probe at all, new data included, while one is outstanding
+    /// 5.8+ (`tlp_6`): no probe at all, new data included, while one is outstanding
     /// (`if (tp->tlp_high_seq) goto rearm_timer;` first thing), and the retransmitted
     /// probe is not a counted retransmission (`__tcp_retransmit_skb()`, not
     /// `tcp_retransmit_skb()`).
     fn send_loss_probe(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         let rack = self.rack_on(cfg);
-        if cfg.tlp_5_8 && self.tlp.high_seq.is_some() {
+        if cfg.tlp_6 && self.tlp.high_seq.is_some() {
             return None;
         }
-        if self.has_unsent() && !self.fin_sent {
+        // 6.x: new data only if its first MSS fits the receive window (tcp_snd_wnd_test());
+        // otherwise the last segment is probed (own/tlp-rwnd-limited.pkt)
+        let wnd_ok = || {
+            let unsent = self.unsent();
+            let len = unsent.min(self.mss_cache);
+            let with_fin = self.fin_queued && len == unsent;
+            !(self.snd_nxt + len + with_fin as u32).after(self.snd_una + self.snd_wnd)
+        };
+        if self.has_unsent() && !self.fin_sent && (!cfg.tlp_6 || wnd_ok()) {
             let t = self.write_xmit(cfg, now, buf, false, true);
             if t.is_some() {
                 self.thin.tlp_count += 1;
@@ -452,7 +460,7 @@ impl Conn {
             if self.retrans_stamp.is_none() {
                 self.retrans_stamp = Some(now);
             }
-            if s.sacked & SACKED_RETRANS == 0 && !cfg.tlp_5_8 {
+            if s.sacked & SACKED_RETRANS == 0 && !cfg.tlp_6 {
                 self.rtx.retrans_out += 1;
             }
             self.stats.total_retrans += 1;
@@ -467,7 +475,7 @@ impl Conn {
             m.rdb_start = m.seq;
             m.tx = tx;
             if rack {
-                m.sacked |= if cfg.tlp_5_8 { EVER_RETRANS } else { SACKED_RETRANS | EVER_RETRANS };
+                m.sacked |= if cfg.tlp_6 { EVER_RETRANS } else { SACKED_RETRANS | EVER_RETRANS };
             }
         }
         self.tlp.high_seq = Some(self.snd_nxt);
