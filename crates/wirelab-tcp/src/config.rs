@@ -184,6 +184,14 @@ pub struct TcpConfig {
     /// `tcp_reordering`, any forward progress (a new SACK too) may raise cwnd; otherwise
     /// only a cumulative ACK of new data. Off in the older profiles (not claimed there).
     pub raise_cwnd_on_reordering: bool,
+    /// The tail loss probe as Linux 5.8+ sends it (checked against 6.18 with packetdrill,
+    /// `own/tlp-*.pkt`): at most one probe per flight, new data included, while
+    /// `tp->tlp_high_seq` is set (`tcp_send_loss_probe()`: "At most one outstanding TLP");
+    /// a retransmitted probe goes through `__tcp_retransmit_skb()`, so it is not counted
+    /// in `retrans_out` (`tcpi_retrans`) nor marked `TCPCB_SACKED_RETRANS`, only
+    /// `TCPCB_EVER_RETRANS`. Off in the older RACK profile (`linux-4.6`: the earlier
+    /// model, not checked against a kernel).
+    pub tlp_5_8: bool,
     /// `net.ipv4.tcp_no_metrics_save`. wirelab never caches per-destination metrics, i.e.
     /// always behaves as if this were 1; 0 is accepted and documented as a deviation.
     pub tcp_no_metrics_save: bool,
@@ -375,6 +383,7 @@ impl TcpConfig {
             tso: true,
             idle_check_at_write: true,
             raise_cwnd_on_reordering: true,
+            tlp_5_8: true,
             tcp_min_tso_segs: 2,
             tcp_tso_win_divisor: 3,
             cubic: CubicParams::default(),
@@ -399,6 +408,7 @@ impl TcpConfig {
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
+                c.tlp_5_8 = false;
                 c.rcv_space_style = RcvSpaceStyle::Steps;
                 c.tcp_rmem = [4096, 87380, 6291456];
                 c.hz = 250;
@@ -410,6 +420,7 @@ impl TcpConfig {
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
+                c.tlp_5_8 = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 c.tcp_rmem = [4096, 87380, 6291456];
                 c.hz = 250;
@@ -422,6 +433,7 @@ impl TcpConfig {
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
+                c.tlp_5_8 = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 c.tcp_rmem = [4096, 87380, 4194304];
                 c.tcp_wmem = [4096, 16384, 4194304];
@@ -442,6 +454,7 @@ impl TcpConfig {
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
+                c.tlp_5_8 = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 // 2.2 had no tcp_rmem/tcp_wmem; net.core.{r,w}mem_default was 64 KiB.
                 c.tcp_rmem = [4096, 65535, 65535];
@@ -472,6 +485,7 @@ impl TcpConfig {
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
+                c.tlp_5_8 = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 // FreeBSD's sb_hiwat counts payload (net.inet.tcp.recvspace 65536,
                 // sendspace 32768); Linux charges truesize and advertises rcvbuf/2

@@ -399,8 +399,16 @@ impl Conn {
     /// RACK-TLP era (4.13+): a probe that goes restarts the RTO from now (`icsk_pending =
     /// 0` before `tcp_rearm_rto()`); one that does not leaves the RTO counted from the
     /// head's transmission (set by the timer side, `loss_probe_timer`).
+    ///
+    /// 5.8+ (`tlp_5_8`): no probe at all, new data included, while one is outstanding
+    /// (`if (tp->tlp_high_seq) goto rearm_timer;` first thing), and the retransmitted
+    /// probe is not a counted retransmission (`__tcp_retransmit_skb()`, not
+    /// `tcp_retransmit_skb()`).
     fn send_loss_probe(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         let rack = self.rack_on(cfg);
+        if cfg.tlp_5_8 && self.tlp.high_seq.is_some() {
+            return None;
+        }
         if self.has_unsent() && !self.fin_sent {
             let t = self.write_xmit(cfg, now, buf, false, true);
             if t.is_some() {
@@ -424,11 +432,13 @@ impl Conn {
             return None;
         }
         if rack {
-            // 4.x+: tcp_retransmit_skb(), a real retransmission
+            // 4.x (linux-4.6 profile): counted as a real retransmission (not checked);
+            // 5.8+ (checked on 6.18): __tcp_retransmit_skb() counts it in total_retrans
+            // only, tcpi_retrans stays 0
             if self.retrans_stamp.is_none() {
                 self.retrans_stamp = Some(now);
             }
-            if s.sacked & SACKED_RETRANS == 0 {
+            if s.sacked & SACKED_RETRANS == 0 && !cfg.tlp_5_8 {
                 self.rtx.retrans_out += 1;
             }
             self.stats.total_retrans += 1;
@@ -442,7 +452,7 @@ impl Conn {
             m.rdb_start = m.seq;
             m.tx = tx;
             if rack {
-                m.sacked |= SACKED_RETRANS | EVER_RETRANS;
+                m.sacked |= if cfg.tlp_5_8 { EVER_RETRANS } else { SACKED_RETRANS | EVER_RETRANS };
             }
         }
         self.tlp.high_seq = Some(self.snd_nxt);

@@ -189,8 +189,11 @@ impl Conn {
                 self.cwnd_reduction(1, false);
             }
         }
+        // icsk_pending is still ICSK_TIME_REO_TIMEOUT here (tcp_write_timer_handler()), so
+        // tcp_rearm_rto() counts from the head's transmission; a retransmission of the head
+        // restarts it from now when it goes (xmit_retransmit_queue)
         if !self.xmit_timer_is(XmitTimer::Retrans.bit()) {
-            self.rearm_rto(cfg, now);
+            self.rearm_rto_from(cfg, now, true);
         }
     }
 }

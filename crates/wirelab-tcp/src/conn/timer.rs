@@ -82,9 +82,18 @@ impl Conn {
         matches!(self.xmit_timer, Some((_, k)) if k.bit() & kinds != 0)
     }
 
-    /// `tcp_rearm_rto()`. When an early-retransmit or loss-probe timer is pending, the RTO
-    /// keeps counting from the head's transmission instead of restarting.
+    /// `tcp_rearm_rto()`. When an early-retransmit, loss-probe or RACK reordering timer is
+    /// pending, the RTO keeps counting from the head's transmission instead of restarting.
     pub(super) fn rearm_rto(&mut self, cfg: &TcpConfig, now: Instant) {
+        use XmitTimer::*;
+        let from_head = self.xmit_timer_is(EarlyRetrans.bit() | LossProbe.bit() | ReoTimeout.bit());
+        self.rearm_rto_from(cfg, now, from_head);
+    }
+
+    /// `tcp_rearm_rto()` with the pending timer kind given: `from_head` when
+    /// `icsk_pending` is one of the early kinds, which Linux leaves set while their own
+    /// handlers run (`tcp_write_timer_handler()` clears it only for RETRANS and PROBE0).
+    pub(super) fn rearm_rto_from(&mut self, cfg: &TcpConfig, now: Instant, from_head: bool) {
         use XmitTimer::*;
         if self.rtx.packets_out == 0 {
             if self.xmit_timer_is(Retrans.bit() | EarlyRetrans.bit() | LossProbe.bit() | ReoTimeout.bit()) {
@@ -94,11 +103,16 @@ impl Conn {
             // the RTO's own retransmission goes out here, after tcp_retransmit_timer()
             // ran: its timer is clamped to TCP_USER_TIMEOUT as the kernel's is
             let mut rto = if self.ca_state == CaState::Loss { self.clamp_rto_to_user_timeout(now) } else { self.rtt.rto };
-            if self.xmit_timer_is(EarlyRetrans.bit() | LossProbe.bit() | ReoTimeout.bit()) {
+            if from_head {
                 if let Some(h) = self.rtx.q.front() {
                     let left = (h.xmit + rto).saturating_since(now);
                     if left > Duration::ZERO {
                         rto = left;
+                    } else if self.rack_on(cfg) {
+                        // 4.13+: usecs_to_jiffies(max_t(int, delta_us, 1)), an RTO instant
+                        // already past fires on the next tick; 3.x (`if (delta > 0)`)
+                        // keeps the whole icsk_rto
+                        rto = Duration::from_nanos(1);
                     }
                 }
             }
