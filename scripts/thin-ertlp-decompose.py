@@ -6,6 +6,7 @@ mechanism counters and when a lost segment was first retransmitted (from the thi
 sender's capture; needs tshark).
 
     scripts/thin-ertlp-decompose.py [--limit 20] [--itt 200] [--seed 1] [--modes 0,1,2,3,4] [--out DIR]
+                                    [--profile linux-6]   # the study's linux-3.14 by default
 """
 import argparse, io, subprocess
 from pathlib import Path
@@ -42,6 +43,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--modes", default="0,1,2,3,4")
     ap.add_argument("--out", type=Path, default=Path("thin-ertlp-decompose"))
+    ap.add_argument("--profile", default="linux-3.14", help="stack profile of every node (the study's: linux-3.14)")
     a = ap.parse_args()
     for mode in (int(m) for m in a.modes.split(",")):
         name = f"er{mode}"
@@ -49,7 +51,9 @@ def main() -> None:
         ts.LABELS[name] = f"tcp_early_retrans={mode}"
         cell = ts.Cell(10, 10, name, limit=a.limit, itt_ms=a.itt)
         d = a.out / f"{cell.name()}-s{a.seed}"
-        res = run(ts.scenario(cell, a.seed), d / "run", seed=a.seed)
+        scen = ts.scenario(cell, a.seed)
+        scen["scenario"]["profile"] = a.profile
+        res = run(scen, d / "run", seed=a.seed)
         snd = next(p for p in res.pcaps if p.name.startswith("thinsender"))
         rcv = next((p for p in res.pcaps if p.name.startswith("thinreceiver")), None)
         analyze(snd, d / "analyze", rcv, [f"thin=dport:{ts.THIN_PORT}-{ts.THIN_PORT + 999}"])

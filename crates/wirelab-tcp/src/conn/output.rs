@@ -333,6 +333,20 @@ impl Conn {
         if self.pacing.check(now) {
             return None;
         }
+        // a new skb goes (not the rest of a TSO packet already sent): TSQ with the
+        // limit doubled (tcp_small_queue_check(sk, skb, 1))
+        let in_piece = cfg.tso && matches!(self.wq.rtx_piece, Some((end, _)) if !end.before(s.end));
+        // the RTO's own retransmission of the head is not checked (tcp_retransmit_timer())
+        let rto_head = std::mem::take(&mut self.tsq.rto_head) && k == 0;
+        if !in_piece && !rto_head {
+            let segs = if cfg.tso { self.rtx.lost_run(k).min(self.tp.snd_cwnd - self.in_flight()).max(1) } else { 1 };
+            if self.small_queue_check(cfg, s.data_len() * segs, 1) {
+                return None;
+            }
+        }
+        if !in_piece {
+            self.tsq.skb_head = true;
+        }
         // tcp_retransmit_skb(): a lost TSO packet goes again as one, as far as the cwnd
         // allows; the rest is split off (tcp_fragment()) as a packet of its own
         let mut rtx_psh = s.data_len() > 0;
@@ -400,16 +414,24 @@ impl Conn {
     /// 0` before `tcp_rearm_rto()`); one that does not leaves the RTO counted from the
     /// head's transmission (set by the timer side, `loss_probe_timer`).
     ///
-    /// 5.8+ (`tlp_5_8`): no probe at all, new data included, while one is outstanding
+    /// 5.8+ (`tlp_6`): no probe at all, new data included, while one is outstanding
     /// (`if (tp->tlp_high_seq) goto rearm_timer;` first thing), and the retransmitted
     /// probe is not a counted retransmission (`__tcp_retransmit_skb()`, not
     /// `tcp_retransmit_skb()`).
     fn send_loss_probe(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         let rack = self.rack_on(cfg);
-        if cfg.tlp_5_8 && self.tlp.high_seq.is_some() {
+        if cfg.tlp_6 && self.tlp.high_seq.is_some() {
             return None;
         }
-        if self.has_unsent() && !self.fin_sent {
+        // 6.x: new data only if its first MSS fits the receive window (tcp_snd_wnd_test());
+        // otherwise the last segment is probed (own/tlp-rwnd-limited.pkt)
+        let wnd_ok = || {
+            let unsent = self.unsent();
+            let len = unsent.min(self.mss_cache);
+            let with_fin = self.fin_queued && len == unsent;
+            !(self.snd_nxt + len + with_fin as u32).after(self.snd_una + self.snd_wnd)
+        };
+        if self.has_unsent() && !self.fin_sent && (!cfg.tlp_6 || wnd_ok()) {
             let t = self.write_xmit(cfg, now, buf, false, true);
             if t.is_some() {
                 self.thin.tlp_count += 1;
@@ -438,7 +460,7 @@ impl Conn {
             if self.retrans_stamp.is_none() {
                 self.retrans_stamp = Some(now);
             }
-            if s.sacked & SACKED_RETRANS == 0 && !cfg.tlp_5_8 {
+            if s.sacked & SACKED_RETRANS == 0 && !cfg.tlp_6 {
                 self.rtx.retrans_out += 1;
             }
             self.stats.total_retrans += 1;
@@ -447,12 +469,13 @@ impl Conn {
         }
         let edt = self.pacing.wstamp.max(now);
         let tx = self.rate.skb_sent(edt, self.rtx.packets_out);
+        self.tsq.skb_head = true;
         if let Some(m) = self.rtx.q.back_mut() {
             m.xmit = edt;
             m.rdb_start = m.seq;
             m.tx = tx;
             if rack {
-                m.sacked |= if cfg.tlp_5_8 { EVER_RETRANS } else { SACKED_RETRANS | EVER_RETRANS };
+                m.sacked |= if cfg.tlp_6 { EVER_RETRANS } else { SACKED_RETRANS | EVER_RETRANS };
             }
         }
         self.tlp.high_seq = Some(self.snd_nxt);
@@ -571,6 +594,11 @@ impl Conn {
             }
             return None;
         }
+        // tcp_small_queue_check() (tcp_write_wakeup() does not check)
+        if !wakeup && self.small_queue_check(cfg, len, 0) {
+            return None;
+        }
+        self.tsq.skb_head = true;
         // tcp_write_wakeup() marks its probe TCPHDR_PSH whatever it splits off
         let psh = len > 0 && (len == unsent || wakeup);
         Some(self.send_new_segment(cfg, now, buf, len, with_fin, (psh, psh), probe, 0))
@@ -656,6 +684,11 @@ impl Conn {
             self.mss_split_point(wnd_end, skb_len, mss, quota.min(max_segs), is_tail, corked, nodelay)
         };
         let bytes = skb_len.min(limit).max(1);
+        // tcp_small_queue_check() after tso_fragment(): the piece is the skb that goes
+        if self.small_queue_check(cfg, bytes, 0) {
+            return None;
+        }
+        self.tsq.skb_head = true;
         let id = self.wq.new_id();
         let p = super::tso::Piece { id, end: self.snd_nxt + bytes, segs: bytes.div_ceil(mss), psh_end: bytes == skb_len && head.psh };
         self.wq.piece = Some(p);
@@ -893,6 +926,15 @@ impl Conn {
         let src = *self.local.ip();
         let dst = *self.remote.ip();
         wire::fill_checksum_tail(&mut buf[HEADROOM..], tail, src, dst);
+        // __tcp_transmit_skb(): the skb is charged to sk_wmem_alloc until tcp_wfree()
+        // (pure ACKs: 2 bytes and __sock_wfree, not counted here; SYNs not counted)
+        let tsq = if self.tsq.on && kind != SegKind::Syn && (len > 0 || fl & flags::FIN != 0) {
+            let k = if std::mem::take(&mut self.tsq.skb_head) { wirelab_core::tsq::SKB_HEAD } else { wirelab_core::tsq::SEG };
+            self.tsq_charge(20 + buf.len() - HEADROOM + tail.len(), k);
+            k
+        } else {
+            wirelab_core::tsq::NONE
+        };
         self.stats.segs_out += 1;
         match kind {
             // tcp_event_ack_sent() returns early for DCTCP's older-rcv_nxt ACK
@@ -911,10 +953,11 @@ impl Conn {
             proto: wirelab_wire::ip_proto::TCP,
             tos,
             dont_frag: true,
-            sk: 0,
+            sk: self.tsq.sk,
             txtime: edt,
             pacing_rate: self.tp.pacing_rate,
             tail,
+            tsq,
         }
     }
 

@@ -626,7 +626,8 @@ impl Conn {
     // ---- tail loss probe ----
 
     /// `tcp_schedule_loss_probe()`: arm the probe timeout (PTO) instead of the RTO in Open
-    /// state, for SACK connections limited by cwnd or by the application.
+    /// state, for SACK connections (3.x/4.x: only those limited by cwnd or by the
+    /// application).
     ///
     /// 3.10–4.12 (RACK off): needs an RTT sample in whole jiffies; PTO = max(2·srtt,
     /// 10 ms), with one packet out at least 1.5·srtt + `TCP_DELACK_MAX`; never later than
@@ -647,7 +648,9 @@ impl Conn {
         {
             return;
         }
-        if self.tp.snd_cwnd > self.in_flight() && self.has_unsent() {
+        // 3.x/4.x: only when limited by cwnd or by the application; 6.x (checked on 6.18,
+        // own/tlp-rwnd-limited.pkt) has no such test
+        if !cfg.tlp_6 && self.tp.snd_cwnd > self.in_flight() && self.has_unsent() {
             return;
         }
         if rack {
