@@ -258,6 +258,15 @@ pub trait Qdisc: Send {
         let _ = (now, pkt);
         false
     }
+    /// The qdisc releases a packet's socket memory when it takes the packet
+    /// (`skb_orphan_partial()` in `netem_enqueue()` when a delay, jitter or rate is set:
+    /// "orphaning usually takes place at TX completion time, so _before_ the link transit
+    /// delay"), so packets it holds do not count against TCP Small Queues. Only the root
+    /// qdisc is asked (docs/tcp.md). `false` by default: every other qdisc keeps the
+    /// socket's charge until the packet leaves the host.
+    fn orphans_on_enqueue(&self) -> bool {
+        false
+    }
     /// Bytes queued (`sch->qstats.backlog`).
     fn backlog_bytes(&self) -> usize;
     /// This qdisc's `tc -s qdisc` counters.

@@ -131,6 +131,10 @@ pub(crate) struct LinkDir {
     pub superseded: Option<Instant>,
     /// No scheduled change (up/down, netem spec) targets this direction.
     pub fixed: bool,
+    /// The datagram being serialised belongs to a local socket that charged it (TCP
+    /// Small Queues): its (`sk`, truesize), released when the transmitter is free again
+    /// (`tcp_wfree()` at TX completion), at the event the link has then anyway.
+    pub tsq_pending: Option<(u64, u32)>,
     pub from: (NodeId, u32),
     pub to: (NodeId, u32),
     pub l2_len: u16,
@@ -374,6 +378,7 @@ impl Sim {
             scheduled: None,
             superseded: None,
             fixed: true,
+            tsq_pending: None,
             l2_len,
         });
         self.dirs.push(LinkDir {
@@ -384,6 +389,7 @@ impl Sim {
             scheduled: None,
             superseded: None,
             fixed: true,
+            tsq_pending: None,
             l2_len,
         });
         for (n, nm, addr, q, out) in [(a.0, a.1, a.2, a.3, dab), (b.0, b.1, b.2, b.3, dba)] {
@@ -787,6 +793,9 @@ impl Sim {
             let mut tcp = wirelab_tcp::TcpEndpoint::new_shared(tcp_cfg, Rng::stream(seed, &format!("node/{}/tcp", node.name)));
             // bulk payload travels by reference (Pkt::tail); captures and receivers see it
             tcp.set_lazy_payload(true);
+            // TCP Small Queues: this driver reports when each datagram leaves the host
+            // (tsq_release: end of serialisation, a drop, or a delaying netem)
+            tcp.set_tx_completions(true);
             // SK_PACING_FQ: Linux's fq_classify() marks each socket whose packets reach an
             // fq with pacing on; here a host whose every egress leads into such an fq
             // (see fq_paces) has all its TCP sockets marked, from their creation
@@ -950,6 +959,10 @@ impl Sim {
         let node = &mut self.nodes[n as usize];
         let Some(hop) = node.routes.lookup_cached(t.dst) else {
             node.counters.no_route += 1;
+            if t.tsq != 0 {
+                // ip_queue_xmit() fails: the skb is freed (tcp_wfree())
+                self.tsq_release(n, t.sk, wirelab_core::tsq::truesize(buf.len() + t.tail.len(), t.tsq));
+            }
             self.recycle(buf);
             return;
         };
@@ -970,6 +983,7 @@ impl Sim {
         pkt.meta.sk = if t.sk != 0 { t.sk } else { socket_key(&t, &pkt.data[HEADROOM..]) };
         pkt.meta.txtime = t.txtime;
         pkt.meta.pacing_rate = t.pacing_rate;
+        pkt.meta.tsq = t.tsq;
         self.enqueue(n, hop.iface, pkt);
     }
 
@@ -1028,9 +1042,16 @@ impl Sim {
             if let Some(c) = ifc.capture {
                 self.rec.capture(c, now, iface, CaptureDir::Out, whole(&mut self.whole, &pkt));
             }
-            self.dirs[dir as usize].link.transmit(now, pkt);
+            self.transmit(dir, pkt);
             self.schedule_dir(dir);
             return;
+        }
+        if pkt.meta.tsq != 0 && ifc.qdisc.orphans_on_enqueue() {
+            // netem_enqueue() → skb_orphan_partial(): the socket's charge ends here
+            let (sk, truesize) = (pkt.meta.sk, wirelab_core::tsq::truesize(pkt.ip_len(), pkt.meta.tsq));
+            pkt.meta.tsq = 0;
+            self.tsq_release(n, sk, truesize);
+            return self.enqueue(n, iface, pkt);
         }
         let id = pkt.meta.id;
         let len = pkt.len();
@@ -1049,6 +1070,10 @@ impl Sim {
         let _ = verdict;
         for p in drops.drain(..) {
             self.rec.drop_hash(now, p.meta.id);
+            if p.meta.tsq != 0 {
+                // a local socket's packet dropped in its own host: freed (tcp_wfree())
+                self.tsq_release(n, p.meta.sk, wirelab_core::tsq::truesize(p.ip_len(), p.meta.tsq));
+            }
             if self.pool.len() < POOL_MAX {
                 self.pool.push(p.data);
             }
@@ -1074,18 +1099,71 @@ impl Sim {
                     self.rec.probe(ProbeRecord::new(now, &ifc.dev, ProbeEvent::Dequeue, p.meta.id, p.len(), ifc.qdisc.as_ref(), now.saturating_since(p.meta.enqueued).as_nanos(), ProbeRecord::flow_of(p)));
                 }
             }
+            let capture = ifc.capture;
             for p in drops.drain(..) {
                 self.rec.drop_hash(now, p.meta.id);
+                if p.meta.tsq != 0 {
+                    self.tsq_release(fnode, p.meta.sk, wirelab_core::tsq::truesize(p.ip_len(), p.meta.tsq));
+                }
             }
             self.drops = drops;
             if let Some(pkt) = pkt {
-                if let Some(c) = ifc.capture {
+                if let Some(c) = capture {
                     self.rec.capture(c, now, fif, CaptureDir::Out, whole(&mut self.whole, &pkt));
                 }
-                self.dirs[d as usize].link.transmit(now, pkt);
+                self.transmit(d, pkt);
             }
         }
         self.schedule_dir(d);
+    }
+
+    /// Puts `pkt` on the wire of direction `d` (its transmitter is idle). A packet a
+    /// local socket charged (TCP Small Queues) is released when its serialisation ends:
+    /// now if the link has no rate, else at the direction's event at `tx_end`.
+    #[inline]
+    fn transmit(&mut self, d: u32, mut pkt: Pkt) {
+        let now = self.now;
+        let charged = pkt.meta.tsq;
+        if charged == 0 {
+            self.dirs[d as usize].link.transmit(now, pkt);
+            return;
+        }
+        pkt.meta.tsq = 0;
+        let sk = pkt.meta.sk;
+        let truesize = wirelab_core::tsq::truesize(pkt.ip_len(), charged);
+        self.tsq_flush(d);
+        let r = self.dirs[d as usize].link.transmit(now, pkt);
+        if r.tx_end <= now {
+            let n = self.dirs[d as usize].from.0;
+            self.tsq_release(n, sk, truesize);
+        } else {
+            self.dirs[d as usize].tsq_pending = Some((sk, truesize));
+        }
+    }
+
+    /// Releases the charged packet direction `d` finished serialising, if any.
+    #[inline]
+    fn tsq_flush(&mut self, d: u32) {
+        let dir = &mut self.dirs[d as usize];
+        if let Some((sk, truesize)) = dir.tsq_pending {
+            if dir.link.busy_until() <= self.now {
+                dir.tsq_pending = None;
+                let n = dir.from.0;
+                self.tsq_release(n, sk, truesize);
+            }
+        }
+    }
+
+    /// `tcp_wfree()`: tells node `n`'s stack that `truesize` bytes of socket `sk` left
+    /// the host; a socket TSQ throttled runs its write path at once, from a stack event
+    /// at `now` (the TSQ tasklet, `tcp_tsq_handler()`), so no engine is re-entered.
+    fn tsq_release(&mut self, n: NodeId, sk: u64, truesize: u32) {
+        let now = self.now;
+        let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() else { return };
+        if stack.engine().tx_complete(now, sk, truesize) && stack.scheduled != Some(now) {
+            stack.scheduled = Some(now);
+            self.events.push(now, Event::Stack(n));
+        }
     }
 
     fn schedule_dir(&mut self, d: u32) {
@@ -1132,6 +1210,9 @@ impl Sim {
 
     fn on_link(&mut self, d: u32) {
         let now = self.now;
+        if self.dirs[d as usize].tsq_pending.is_some() {
+            self.tsq_flush(d);
+        }
         let dir = &mut self.dirs[d as usize];
         let due = dir.scheduled == Some(now);
         if due {
@@ -1397,16 +1478,10 @@ pub(crate) fn fq_paces(q: &dyn Qdisc) -> bool {
 }
 
 /// A non-zero socket key for a segment whose engine named no socket: the connection's
-/// 5-tuple, mixed (splitmix64), so each TCP/SCTP connection is one `fq` flow as its socket
-/// would be. `seg` is the transport header onwards.
+/// 5-tuple mixed ([`wirelab_core::socket_key`], the key the TCP engine gives its own
+/// sockets), so each TCP/SCTP connection is one `fq` flow as its socket would be. `seg`
+/// is the transport header onwards.
 fn socket_key(t: &Transmit, seg: &[u8]) -> u64 {
-    let ports = match (t.proto, seg.get(..4)) {
-        (6 | 17 | 132, Some(p)) => u32::from_be_bytes([p[0], p[1], p[2], p[3]]) as u64,
-        _ => 0,
-    };
-    let mut x = (u64::from(u32::from(t.src)) << 32 | u64::from(u32::from(t.dst))) ^ (ports << 8 | t.proto as u64).rotate_left(29);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^= x >> 31;
-    x.max(1)
+    let ports = seg.get(..4).map_or(0, |p| u32::from_be_bytes([p[0], p[1], p[2], p[3]]));
+    wirelab_core::socket_key(t.proto, t.src, t.dst, ports)
 }

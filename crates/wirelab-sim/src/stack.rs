@@ -126,6 +126,10 @@ impl Engine for DualStack {
             (a, b) => a.or(b),
         }
     }
+    fn tx_complete(&mut self, now: Instant, sk: u64, truesize: u32) -> bool {
+        // only TCP charges its datagrams (TCP Small Queues)
+        self.tcp.tx_complete(now, sk, truesize)
+    }
     fn poll_event(&mut self) -> Option<(SocketRef, SockEvent)> {
         match Engine::poll_event(&mut self.tcp) {
             None if self.sctp_used => Engine::poll_event(&mut self.sctp),

@@ -19,6 +19,23 @@ pub enum RcvSpaceStyle {
     Modern,
 }
 
+/// Which era's TCP Small Queues (`conn/tsq.rs`) limits what a socket keeps in its host's
+/// qdiscs and device (`sk_wmem_alloc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TsqModel {
+    /// No TSQ (before Linux 3.6; FreeBSD).
+    Off,
+    /// 3.6 to 3.x (`tcp_write_xmit()`): limit = max(`tcp_limit_output_bytes`,
+    /// `sk_pacing_rate >> 10`); retransmissions are not checked.
+    Linux3,
+    /// 4.x (`tcp_small_queue_check()`): limit = min(max(2·truesize, `sk_pacing_rate >>
+    /// 10`), `tcp_limit_output_bytes`), doubled for retransmissions.
+    Linux4,
+    /// 6.7 and later: as 4.x, and a socket with at most one skb in its retransmit queue
+    /// always sends (`tcp_rtx_queue_empty_or_single_skb()`).
+    Linux6,
+}
+
 /// Redundant data bundling (RDB) variant: `net.ipv4.tcp_rdb` / [`crate::SockOpt::Rdb`].
 ///
 /// `tcp_rdb = 1` is the value of the 2015 patch's boolean sysctl; `2` is a wirelab
@@ -303,6 +320,11 @@ pub struct TcpConfig {
     pub tcp_pacing_ss_ratio: u32,
     /// `net.ipv4.tcp_pacing_ca_ratio` (%, 120): the same in congestion avoidance.
     pub tcp_pacing_ca_ratio: u32,
+    /// TCP Small Queues as in this era (profile property).
+    pub tsq: TsqModel,
+    /// `net.ipv4.tcp_limit_output_bytes`: TSQ's cap on a socket's bytes (truesize) in
+    /// its host's qdiscs and device (4 MiB in 6.18, 256 KiB in 4.x, 128 KiB in 3.x).
+    pub tcp_limit_output_bytes: u32,
 }
 
 /// All profile names.
@@ -405,6 +427,8 @@ impl TcpConfig {
             tcp_ecn_fallback: true,
             tcp_pacing_ss_ratio: 200,
             tcp_pacing_ca_ratio: 120,
+            tsq: TsqModel::Linux6,
+            tcp_limit_output_bytes: 4 << 20,
         }
     }
 
@@ -417,6 +441,8 @@ impl TcpConfig {
             "linux-6" | "default" => {}
             "linux-4.6" => {
                 c.profile = "linux-4.6";
+                c.tsq = TsqModel::Linux4;
+                c.tcp_limit_output_bytes = 262_144;
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
@@ -430,6 +456,8 @@ impl TcpConfig {
             }
             "linux-3.14" => {
                 c.profile = "linux-3.14";
+                c.tsq = TsqModel::Linux3;
+                c.tcp_limit_output_bytes = 131_072;
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
@@ -444,6 +472,7 @@ impl TcpConfig {
             }
             "linux-2.6.37" => {
                 c.profile = "linux-2.6.37";
+                c.tsq = TsqModel::Off; // TSQ came with Linux 3.6
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
@@ -466,6 +495,7 @@ impl TcpConfig {
             }
             "linux-2.2" => {
                 c.profile = "linux-2.2";
+                c.tsq = TsqModel::Off; // TSQ came with Linux 3.6
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
@@ -498,6 +528,7 @@ impl TcpConfig {
             "freebsd-4.10" => {
                 // Approximation: Linux machinery with FreeBSD 4.x defaults (docs/tcp.md).
                 c.profile = "freebsd-4.10";
+                c.tsq = TsqModel::Off; // TSQ came with Linux 3.6
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
@@ -637,6 +668,20 @@ impl TcpConfig {
                 self.tcp_min_tso_segs = x;
             }
             "tcp_tso_win_divisor" => self.tcp_tso_win_divisor = parse_u32(key, v)?,
+            "tcp_limit_output_bytes" => {
+                // proc_dointvec: any non-negative int
+                let x = parse_u32(key, v)?;
+                if x > i32::MAX as u32 {
+                    return Err(ConfigError::new(format!("{key}: expected 0..=2147483647 (bytes), got `{v}`")));
+                }
+                if self.tsq == TsqModel::Off {
+                    return Err(ConfigError::new(format!(
+                        "{key}: profile {} has no TCP Small Queues (Linux 3.6 and later)",
+                        self.profile
+                    )));
+                }
+                self.tcp_limit_output_bytes = x;
+            }
             "tcp_thin_dpifl_itt_lower_bound" => {
                 let x = parse_u32(key, v)?;
                 if x < 10_000 {

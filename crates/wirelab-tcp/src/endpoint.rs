@@ -73,12 +73,17 @@ pub struct TcpEndpoint {
     rng: Rng,
     slots: Vec<Slot>,
     demux: CachedMap<Tuple, SocketId, FxBuild>,
+    /// Socket key ([`wirelab_core::socket_key`], the `sk` of every [`Transmit`] of a
+    /// connection) → slot, for [`tx_complete`](Self::tx_complete).
+    by_sk: HashMap<u64, u32, FxBuild>,
     listeners: HashMap<(u32, u16), SocketId, FxBuild>,
     heap: TimerHeap<(Instant, u32)>,
     ready: InlineQueue<u32>,
     events: InlineQueue<(SocketId, SockEvent)>,
     rsts: VecDeque<RstSpec>,
     lazy_payload: bool,
+    /// The driver reports transmit completions ([`set_tx_completions`](Self::set_tx_completions)).
+    tx_completions: bool,
     /// The host's egress qdisc is `fq` (sockets leave pacing to it, `SK_PACING_FQ`).
     fq_pacing: bool,
     /// The egress qdisc refuses every packet ([`set_local_drop`](Self::set_local_drop)).
@@ -98,12 +103,14 @@ impl TcpEndpoint {
             rng,
             slots: Vec::new(),
             demux: CachedMap::default(),
+            by_sk: HashMap::default(),
             listeners: HashMap::default(),
             heap: TimerHeap::default(),
             ready: InlineQueue::default(),
             events: InlineQueue::default(),
             rsts: VecDeque::new(),
             lazy_payload: false,
+            tx_completions: false,
             fq_pacing: false,
             local_drop: false,
         }
@@ -117,6 +124,21 @@ impl TcpEndpoint {
         for s in &mut self.slots {
             if let Slot::Conn(c) = s {
                 c.lazy_payload = on;
+            }
+        }
+    }
+
+    /// The driver reports when each charged datagram leaves the host
+    /// ([`tx_complete`](Self::tx_complete)), so TCP Small Queues can work: sockets charge
+    /// their datagrams' truesize to `sk_wmem_alloc` ([`Transmit::tsq`]) and hold data back
+    /// above the limit. Off by default, for drivers whose datagrams leave at once (a TUN
+    /// device orphans skbs in `tun_net_xmit()`, so TSQ never throttles there); the
+    /// simulator turns it on.
+    pub fn set_tx_completions(&mut self, on: bool) {
+        self.tx_completions = on;
+        for s in &mut self.slots {
+            if let Slot::Conn(c) = s {
+                c.tsq.on = on;
             }
         }
     }
@@ -182,6 +204,10 @@ impl TcpEndpoint {
             let orphan = c.orphan;
             let parent = c.listener;
             self.demux.remove_if(&key, SocketId(id));
+            let sk = c.tsq.sk;
+            if self.by_sk.get(&sk) == Some(&id) {
+                self.by_sk.remove(&sk);
+            }
             if orphan {
                 if let Some(p) = parent {
                     if let Some(Slot::Listener(l)) = self.slots.get_mut(p.0 as usize) {
@@ -320,6 +346,7 @@ impl TcpEndpoint {
             // ECN field matters to tcp_ecn_create_request().
             let mut c = Conn::new_passive(&self.cfg, id, local, remote, now, iss, tso, &r, lid, 0, tos);
             c.lazy_payload = self.lazy_payload;
+            c.tsq.on = self.tx_completions;
             if self.fq_pacing {
                 c.set_fq_pacing(true);
             }
@@ -330,6 +357,7 @@ impl TcpEndpoint {
                     let _ = c.set_option(&self.cfg, o);
                 }
             }
+            self.by_sk.insert(c.tsq.sk, id.0);
             self.slots.push(Slot::Conn(Box::new(c)));
             self.demux.insert(key, id);
             self.touch(id.0);
@@ -421,6 +449,31 @@ impl TcpEndpoint {
         None
     }
 
+    /// A datagram of socket `sk` that this endpoint charged ([`Transmit::tsq`]) left the
+    /// host or was dropped in it (`tcp_wfree()`): `truesize` bytes of its
+    /// `sk_wmem_alloc` are released. A socket that TCP Small Queues throttled is queued
+    /// for transmission (`tcp_tsq_handler()`), and the call returns true: run
+    /// `poll_transmit`. Unknown or closed sockets are ignored.
+    pub fn tx_complete(&mut self, _now: Instant, sk: u64, truesize: u32) -> bool {
+        let Some(&id) = self.by_sk.get(&sk) else { return false };
+        let Some(Slot::Conn(c)) = self.slots.get_mut(id as usize) else { return false };
+        if !c.tx_complete(truesize) {
+            return false;
+        }
+        // tcp_tsq_write(): only in states that send
+        if !c.in_ready && matches!(c.state, TcpState::Established | TcpState::FinWait1 | TcpState::Closing | TcpState::CloseWait | TcpState::LastAck) {
+            c.in_ready = true;
+            self.ready.push_back(id);
+        }
+        true
+    }
+
+    /// TCP Small Queues state of socket `s`: bytes (truesize) it has in its host's queues
+    /// (`sk_wmem_alloc`, `ss -m`'s `t`) and how often a check held its data back.
+    pub fn tsq_state(&self, s: SocketId) -> Option<(u32, u64)> {
+        self.conn(s).map(|c| (c.wmem_alloc(), c.tsq.throttles))
+    }
+
     fn touch_timer_only(&mut self, id: u32) {
         if let Some(Slot::Conn(c)) = self.slots.get_mut(id as usize) {
             Self::rekey(&mut self.heap, id, c);
@@ -489,10 +542,12 @@ impl TcpEndpoint {
         let tso = self.rng.next_u32();
         let mut c = Conn::new_active(&self.cfg, id, la, remote, now, iss, tso);
         c.lazy_payload = self.lazy_payload;
+        c.tsq.on = self.tx_completions;
         if self.fq_pacing {
             c.set_fq_pacing(true);
         }
         c.local_drop = self.local_drop;
+        self.by_sk.insert(c.tsq.sk, id.0);
         self.slots.push(Slot::Conn(Box::new(c)));
         self.demux.insert(tuple(la, remote), id);
         self.touch(id.0);

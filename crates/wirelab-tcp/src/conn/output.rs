@@ -333,6 +333,20 @@ impl Conn {
         if self.pacing.check(now) {
             return None;
         }
+        // a new skb goes (not the rest of a TSO packet already sent): TSQ with the
+        // limit doubled (tcp_small_queue_check(sk, skb, 1))
+        let in_piece = cfg.tso && matches!(self.wq.rtx_piece, Some((end, _)) if !end.before(s.end));
+        // the RTO's own retransmission of the head is not checked (tcp_retransmit_timer())
+        let rto_head = std::mem::take(&mut self.tsq.rto_head) && k == 0;
+        if !in_piece && !rto_head {
+            let segs = if cfg.tso { self.rtx.lost_run(k).min(self.tp.snd_cwnd - self.in_flight()).max(1) } else { 1 };
+            if self.small_queue_check(cfg, s.data_len() * segs, 1) {
+                return None;
+            }
+        }
+        if !in_piece {
+            self.tsq.skb_head = true;
+        }
         // tcp_retransmit_skb(): a lost TSO packet goes again as one, as far as the cwnd
         // allows; the rest is split off (tcp_fragment()) as a packet of its own
         let mut rtx_psh = s.data_len() > 0;
@@ -455,6 +469,7 @@ impl Conn {
         }
         let edt = self.pacing.wstamp.max(now);
         let tx = self.rate.skb_sent(edt, self.rtx.packets_out);
+        self.tsq.skb_head = true;
         if let Some(m) = self.rtx.q.back_mut() {
             m.xmit = edt;
             m.rdb_start = m.seq;
@@ -579,6 +594,11 @@ impl Conn {
             }
             return None;
         }
+        // tcp_small_queue_check() (tcp_write_wakeup() does not check)
+        if !wakeup && self.small_queue_check(cfg, len, 0) {
+            return None;
+        }
+        self.tsq.skb_head = true;
         // tcp_write_wakeup() marks its probe TCPHDR_PSH whatever it splits off
         let psh = len > 0 && (len == unsent || wakeup);
         Some(self.send_new_segment(cfg, now, buf, len, with_fin, (psh, psh), probe, 0))
@@ -664,6 +684,11 @@ impl Conn {
             self.mss_split_point(wnd_end, skb_len, mss, quota.min(max_segs), is_tail, corked, nodelay)
         };
         let bytes = skb_len.min(limit).max(1);
+        // tcp_small_queue_check() after tso_fragment(): the piece is the skb that goes
+        if self.small_queue_check(cfg, bytes, 0) {
+            return None;
+        }
+        self.tsq.skb_head = true;
         let id = self.wq.new_id();
         let p = super::tso::Piece { id, end: self.snd_nxt + bytes, segs: bytes.div_ceil(mss), psh_end: bytes == skb_len && head.psh };
         self.wq.piece = Some(p);
@@ -901,6 +926,15 @@ impl Conn {
         let src = *self.local.ip();
         let dst = *self.remote.ip();
         wire::fill_checksum_tail(&mut buf[HEADROOM..], tail, src, dst);
+        // __tcp_transmit_skb(): the skb is charged to sk_wmem_alloc until tcp_wfree()
+        // (pure ACKs: 2 bytes and __sock_wfree, not counted here; SYNs not counted)
+        let tsq = if self.tsq.on && kind != SegKind::Syn && (len > 0 || fl & flags::FIN != 0) {
+            let k = if std::mem::take(&mut self.tsq.skb_head) { wirelab_core::tsq::SKB_HEAD } else { wirelab_core::tsq::SEG };
+            self.tsq_charge(20 + buf.len() - HEADROOM + tail.len(), k);
+            k
+        } else {
+            wirelab_core::tsq::NONE
+        };
         self.stats.segs_out += 1;
         match kind {
             // tcp_event_ack_sent() returns early for DCTCP's older-rcv_nxt ACK
@@ -919,10 +953,11 @@ impl Conn {
             proto: wirelab_wire::ip_proto::TCP,
             tos,
             dont_frag: true,
-            sk: 0,
+            sk: self.tsq.sk,
             txtime: edt,
             pacing_rate: self.tp.pacing_rate,
             tail,
+            tsq,
         }
     }
 

@@ -247,6 +247,8 @@ impl Conn {
             self.reset_xmit_timer(cfg, now, XmitTimer::Retrans, TCP_RESOURCE_PROBE_INTERVAL);
             return;
         }
+        // the head goes again from here, past TSQ (tcp_retransmit_skb() in the timer)
+        self.tsq.rto_head = true;
         self.rtt.backoff += 1;
         if self.linear_timeout_applies(cfg) {
             self.rtt.backoff = 0;
