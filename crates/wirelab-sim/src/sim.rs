@@ -48,13 +48,17 @@ impl IfAddr {
     }
 }
 
+/// `repr(C, align(64))`: what every packet through the interface reads (qdisc, link
+/// direction, capture and probe flags, address) in its first cache line, the names after;
+/// with thousands of hosts each visit to an interface is cold, so lines touched are misses.
+#[repr(C, align(64))]
 pub(crate) struct Iface {
-    pub name: String,
-    pub addr: IfAddr,
-    pub out: u32,
     pub qdisc: Box<dyn Qdisc>,
-    pub capture: Option<u32>,
+    pub out: u32,
     pub probe: bool,
+    pub capture: Option<u32>,
+    pub addr: IfAddr,
+    pub name: String,
     pub dev: String,
 }
 
@@ -77,33 +81,38 @@ pub struct NodeCounters {
     pub bad_packets: u64,
 }
 
+/// `repr(C, align(64))`, hot fields first: receiving a packet reads the first cache line
+/// only (interfaces, stack, the local-address hit, flags, counters), sending one that line
+/// and the route cache in the second; names, maps and sorted lists follow. With thousands
+/// of hosts every visit to a node is cold (Rust's own order spread these over four lines).
+#[repr(C, align(64))]
 pub(crate) struct Node {
-    pub name: String,
-    pub router: bool,
     pub ifaces: Vec<Iface>,
-    pub routes: RouteTable,
+    /// TCP/SCTP endpoints, created on first use.
+    pub stack: Option<Box<HostStack>>,
+    /// The last destination found in `local_sorted` (addresses are never removed): a
+    /// host's packets are all for one address, and the sorted list is one more cold line.
+    local_hit: Option<u32>,
     pub ip_ident: u16,
-    pub udp_ports: HashMap<u16, u32>,
+    pub router: bool,
+    /// A node outside the simulation (a live driver's TUN interface): packets arriving at
+    /// it are handed to the driver ([`Sim::drain_external`]) instead of being processed.
+    pub external: bool,
     pub counters: NodeCounters,
+    pub routes: RouteTable,
+    pub name: String,
+    pub udp_ports: HashMap<u16, u32>,
     /// Interface addresses in interface order (SCTP binds all of them).
     pub addrs: Vec<Ipv4Addr>,
     /// The same, sorted: "is this packet for me" per received packet is a binary search
     /// (a router of a 2000-host dumbbell has 2000 interfaces).
     local_sorted: Vec<u32>,
-    /// The last destination found in `local_sorted` (addresses are never removed): a
-    /// host's packets are all for one address, and the sorted list is one more cold line.
-    local_hit: Option<u32>,
     /// Interface index by name (a 20 000-host dumbbell's routers have 20 000 interfaces:
     /// a scan per added link made building it quadratic).
     iface_ix: HashMap<String, u32>,
     /// Transport configuration used when the stack is created (boxed: read once per host,
     /// it would otherwise spread the fields every packet touches over 1 kB).
     pub stack_cfg: Box<StackConfig>,
-    /// TCP/SCTP endpoints, created on first use.
-    pub stack: Option<Box<HostStack>>,
-    /// A node outside the simulation (a live driver's TUN interface): packets arriving at
-    /// it are handed to the driver ([`Sim::drain_external`]) instead of being processed.
-    pub external: bool,
 }
 
 impl Node {

@@ -211,6 +211,15 @@ pub struct TcpConfig {
     /// required the flow to be cwnd- or application-limited. Off in the older RACK
     /// profile (`linux-4.6`: the earlier model, not checked against a kernel).
     pub tlp_6: bool,
+    /// D-SACK handling as Linux 6.x has it (`tcp_dsack_seen()` of 5.14+, checked against
+    /// 6.18: `own/dsack-counts-delivered.pkt`): a D-SACK counts its duplicate segments as
+    /// delivered (`state->sack_delivered`), is ignored when it reports more duplicates
+    /// than were retransmitted (`dsack_dups > total_retrans`) or spans more than the
+    /// largest window, widens RACK's reordering window only after reordering was seen and
+    /// not for a loss probe's duplicate (`FLAG_DSACK_TLP`), and only that duplicate ends a
+    /// TLP episode without a cwnd reduction (`tcp_process_tlp_ack()`). Off in the older
+    /// profiles (their D-SACK model: every D-SACK widens RACK's window, none is delivered).
+    pub dsack_6: bool,
     /// `net.ipv4.tcp_no_metrics_save`. wirelab never caches per-destination metrics, i.e.
     /// always behaves as if this were 1; 0 is accepted and documented as a deviation.
     pub tcp_no_metrics_save: bool,
@@ -408,6 +417,7 @@ impl TcpConfig {
             idle_check_at_write: true,
             raise_cwnd_on_reordering: true,
             tlp_6: true,
+            dsack_6: true,
             tcp_min_tso_segs: 2,
             tcp_tso_win_divisor: 3,
             cubic: CubicParams::default(),
@@ -437,6 +447,7 @@ impl TcpConfig {
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
                 c.tlp_6 = false;
+                c.dsack_6 = false;
                 c.rcv_space_style = RcvSpaceStyle::Steps;
                 c.tcp_rmem = [4096, 87380, 6291456];
                 c.hz = 250;
@@ -451,6 +462,7 @@ impl TcpConfig {
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
                 c.tlp_6 = false;
+                c.dsack_6 = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 c.tcp_rmem = [4096, 87380, 6291456];
                 c.hz = 250;
@@ -465,6 +477,7 @@ impl TcpConfig {
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
                 c.tlp_6 = false;
+                c.dsack_6 = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 c.tcp_rmem = [4096, 87380, 4194304];
                 c.tcp_wmem = [4096, 16384, 4194304];
@@ -487,6 +500,7 @@ impl TcpConfig {
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
                 c.tlp_6 = false;
+                c.dsack_6 = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 // 2.2 had no tcp_rmem/tcp_wmem; net.core.{r,w}mem_default was 64 KiB.
                 c.tcp_rmem = [4096, 65535, 65535];
@@ -519,6 +533,7 @@ impl TcpConfig {
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
                 c.tlp_6 = false;
+                c.dsack_6 = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 // FreeBSD's sb_hiwat counts payload (net.inet.tcp.recvspace 65536,
                 // sendspace 32768); Linux charges truesize and advertises rcvbuf/2

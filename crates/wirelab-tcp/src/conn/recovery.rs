@@ -21,6 +21,9 @@ pub(crate) struct Tlp {
     pub pending: bool,
     /// `tlp_retrans`: the current TLP episode retransmitted (RACK-TLP era).
     pub retrans: bool,
+    /// `FLAG_DSACK_TLP` of the ACK being processed: its D-SACK is the probe's duplicate
+    /// (one segment ending at `tlp_high_seq`; 6.x).
+    pub dsack_tlp: bool,
 }
 
 /// Which rule of `tcp_time_to_recover()` fired (for the thin-stream counters).
@@ -59,9 +62,8 @@ impl Conn {
             orig_sack_acked: false,
             data_sacked: false,
         };
-        if dsack {
-            self.dsack_seen(cfg, bl[0], &mut st.reord);
-        }
+        // 6.x: a dubious D-SACK is skipped as if it were none (tcp_dsack_seen() returns 0)
+        let dsack = dsack && self.dsack_seen(cfg, bl[0], &mut st.reord, ece);
         let (snd_una, snd_nxt, high_seq) = (self.snd_una, self.snd_nxt, self.high_seq);
         let min_rtt_us = self.rtt.min_rtt_us;
         for (i, &(l, r)) in bl.iter().enumerate() {
@@ -87,10 +89,38 @@ impl Conn {
 
     /// `tcp_check_dsack()` / `tcp_sacktag_one(dup_sack)`: each D-SACKed retransmission
     /// proves one retransmission spurious (`undo_retrans`); a D-SACK also widens RACK's
-    /// reordering window (`tcp_rack_update_reo_wnd()`).
-    fn dsack_seen(&mut self, cfg: &TcpConfig, (l0, r0): (SeqNumber, SeqNumber), reord: &mut SeqNumber) {
-        self.stats.dsack_count += 1;
-        self.rack.on_dsack(cfg.tcp_recovery);
+    /// reordering window (`tcp_rack_update_reo_wnd()`). 6.x (`dsack_6`, `tcp_dsack_seen()`):
+    /// the duplicates count as delivered, a D-SACK of more duplicates than retransmissions
+    /// (or wider than the largest window) is ignored (returns false), and a loss probe's
+    /// duplicate (`FLAG_DSACK_TLP`) or one before any reordering leaves RACK's window alone.
+    fn dsack_seen(&mut self, cfg: &TcpConfig, (l0, r0): (SeqNumber, SeqNumber), reord: &mut SeqNumber, ece: bool) -> bool {
+        if cfg.dsack_6 {
+            let len = r0.dist(l0);
+            let mss = self.mss_cache.max(1);
+            if len > self.max_window {
+                return false;
+            }
+            let dup_segs = if len > mss { len.div_ceil(mss) } else { 1 };
+            self.tlp.dsack_tlp = len <= mss && self.tlp.high_seq == Some(r0);
+            self.stats.dsack_count += dup_segs;
+            if self.stats.dsack_count > self.stats.total_retrans {
+                return false;
+            }
+            if self.rack.reord && !self.tlp.dsack_tlp {
+                self.rack.on_dsack(cfg.tcp_recovery);
+            }
+            // "A spurious retransmission is delivered" (state->sack_delivered)
+            self.rate.count_delivered(dup_segs, ece);
+        } else {
+            self.stats.dsack_count += 1;
+            self.rack.on_dsack(cfg.tcp_recovery);
+        }
+        self.dsack_undo(l0, r0, reord);
+        true
+    }
+
+    /// The `undo_retrans` half of `tcp_check_dsack()` / `tcp_sacktag_one(dup_sack)`.
+    fn dsack_undo(&mut self, l0: SeqNumber, r0: SeqNumber, reord: &mut SeqNumber) {
         let Some(um) = self.undo.marker else { return };
         if self.undo.retrans <= 0 || !r0.after(um) {
             return;
@@ -709,6 +739,8 @@ impl Conn {
     /// loss: reduce cwnd once, via CWR).
     pub(super) fn process_tlp_ack(&mut self, cfg: &TcpConfig, now: Instant, ack: SeqNumber, not_dup: bool, dsack: bool) {
         let Some(h) = self.tlp.high_seq else { return };
+        // 6.x: only a D-SACK of the probe itself (FLAG_DSACK_TLP) shows no loss
+        let dsack = if cfg.dsack_6 { self.tlp.dsack_tlp } else { dsack };
         if self.rack_on(cfg) {
             // RACK-TLP era: a probe of new data, or a D-SACKed probe, shows no loss
             if ack.before(h) {
