@@ -125,7 +125,9 @@ def run_wirelab(binary, seconds, lob, max_pacing_rate=0):
         text = text.replace('kind = "tcp-bulk"\n', f'kind = "tcp-bulk"\nmax_pacing_rate = "{int(max_pacing_rate * 8)}bit"\n', 1)
     f = os.path.join(out, "tbf-veth.toml")
     open(f, "w").write(text)
-    subprocess.run([binary, "run", f, "--out", os.path.join(out, "run"), "--set", f"scenario.duration={seconds}s"],
+    # `binary` is a path, or a command list such as [sys.executable, "-m", "wirelab"] (the tests)
+    cmd = list(binary) if isinstance(binary, (list, tuple)) else [binary]
+    subprocess.run([*cmd, "run", f, "--out", os.path.join(out, "run"), "--set", f"scenario.duration={seconds}s"],
                    check=True, capture_output=True)
     rows = []
     for line in open(os.path.join(out, "run", "queue_timeseries.csv")).read().splitlines()[1:]:
