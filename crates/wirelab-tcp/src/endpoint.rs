@@ -74,8 +74,9 @@ pub struct TcpEndpoint {
     slots: Vec<Slot>,
     demux: CachedMap<Tuple, SocketId, FxBuild>,
     /// Socket key ([`wirelab_core::socket_key`], the `sk` of every [`Transmit`] of a
-    /// connection) → slot, for [`tx_complete`](Self::tx_complete).
-    by_sk: HashMap<u64, u32, FxBuild>,
+    /// connection) → slot, for [`tx_complete`](Self::tx_complete) (one per data segment
+    /// sent; cached like `demux`, so a host with one sending connection reads no table).
+    by_sk: CachedMap<u64, u32, FxBuild>,
     listeners: HashMap<(u32, u16), SocketId, FxBuild>,
     heap: TimerHeap<(Instant, u32)>,
     ready: InlineQueue<u32>,
@@ -103,7 +104,7 @@ impl TcpEndpoint {
             rng,
             slots: Vec::new(),
             demux: CachedMap::default(),
-            by_sk: HashMap::default(),
+            by_sk: CachedMap::default(),
             listeners: HashMap::default(),
             heap: TimerHeap::default(),
             ready: InlineQueue::default(),
@@ -204,10 +205,7 @@ impl TcpEndpoint {
             let orphan = c.orphan;
             let parent = c.listener;
             self.demux.remove_if(&key, SocketId(id));
-            let sk = c.tsq.sk;
-            if self.by_sk.get(&sk) == Some(&id) {
-                self.by_sk.remove(&sk);
-            }
+            self.by_sk.remove_if(&c.tsq.sk, id);
             if orphan {
                 if let Some(p) = parent {
                     if let Some(Slot::Listener(l)) = self.slots.get_mut(p.0 as usize) {
@@ -455,7 +453,7 @@ impl TcpEndpoint {
     /// for transmission (`tcp_tsq_handler()`), and the call returns true: run
     /// `poll_transmit`. Unknown or closed sockets are ignored.
     pub fn tx_complete(&mut self, _now: Instant, sk: u64, truesize: u32) -> bool {
-        let Some(&id) = self.by_sk.get(&sk) else { return false };
+        let Some(id) = self.by_sk.get(&sk) else { return false };
         let Some(Slot::Conn(c)) = self.slots.get_mut(id as usize) else { return false };
         if !c.tx_complete(truesize) {
             return false;
