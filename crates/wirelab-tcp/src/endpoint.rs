@@ -11,7 +11,7 @@ use crate::config::TcpConfig;
 use crate::conn::{Conn, Out, RstSpec};
 use crate::wire::{flags, TcpPacket, TcpRepr};
 use core::hash::{BuildHasherDefault, Hasher};
-use crate::small::{CachedMap, InlineQueue, TimerHeap};
+use crate::small::{CachedMap, InlineQueue, InlineVec, TimerHeap};
 use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
@@ -58,29 +58,34 @@ struct Listener {
     opts: Vec<SockOpt>,
 }
 
+#[derive(Default)]
 enum Slot {
+    #[default]
     Free,
     Listener(Box<Listener>),
     Conn(Box<Conn>),
 }
 
 /// A host's TCP stack (sans-IO).
+///
+/// `repr(C)`, what every segment reads first (slots, configuration, timer heap, queues,
+/// the demux caches), the maps and the RNG last: at many flows each host is cold when its
+/// next segment comes (docs/performance.md, issue 17, "Session 9").
+#[repr(C)]
 pub struct TcpEndpoint {
+    slots: InlineVec<Slot>,
     /// Shared by the hosts of a simulation that have the same configuration
     /// ([`Self::new_shared`]): the fields a segment reads then stay in cache however many
     /// hosts there are, instead of a ~300-byte copy per host that is cold at every segment.
     cfg: Arc<TcpConfig>,
-    rng: Rng,
-    slots: Vec<Slot>,
+    heap: TimerHeap<(Instant, u32)>,
+    ready: InlineQueue<u32>,
+    events: InlineQueue<(SocketId, SockEvent)>,
     demux: CachedMap<Tuple, SocketId, FxBuild>,
     /// Socket key ([`wirelab_core::socket_key`], the `sk` of every [`Transmit`] of a
     /// connection) → slot, for [`tx_complete`](Self::tx_complete) (one per data segment
     /// sent; cached like `demux`, so a host with one sending connection reads no table).
     by_sk: CachedMap<u64, u32, FxBuild>,
-    listeners: HashMap<(u32, u16), SocketId, FxBuild>,
-    heap: TimerHeap<(Instant, u32)>,
-    ready: InlineQueue<u32>,
-    events: InlineQueue<(SocketId, SockEvent)>,
     rsts: VecDeque<RstSpec>,
     lazy_payload: bool,
     /// The driver reports transmit completions ([`set_tx_completions`](Self::set_tx_completions)).
@@ -89,6 +94,8 @@ pub struct TcpEndpoint {
     fq_pacing: bool,
     /// The egress qdisc refuses every packet ([`set_local_drop`](Self::set_local_drop)).
     local_drop: bool,
+    listeners: HashMap<(u32, u16), SocketId, FxBuild>,
+    rng: Rng,
 }
 
 impl TcpEndpoint {
@@ -102,7 +109,7 @@ impl TcpEndpoint {
         TcpEndpoint {
             cfg,
             rng,
-            slots: Vec::new(),
+            slots: InlineVec::default(),
             demux: CachedMap::default(),
             by_sk: CachedMap::default(),
             listeners: HashMap::default(),
@@ -122,7 +129,7 @@ impl TcpEndpoint {
     /// tail to what `poll_transmit` wrote). The simulator turns it on.
     pub fn set_lazy_payload(&mut self, on: bool) {
         self.lazy_payload = on;
-        for s in &mut self.slots {
+        for s in self.slots.iter_mut() {
             if let Slot::Conn(c) = s {
                 c.lazy_payload = on;
             }
@@ -137,7 +144,7 @@ impl TcpEndpoint {
     /// simulator turns it on.
     pub fn set_tx_completions(&mut self, on: bool) {
         self.tx_completions = on;
-        for s in &mut self.slots {
+        for s in self.slots.iter_mut() {
             if let Slot::Conn(c) = s {
                 c.tsq.on = on;
             }
@@ -257,7 +264,7 @@ impl TcpEndpoint {
         }
     }
 
-    fn out_parts(&mut self) -> (&TcpConfig, &mut Vec<Slot>, Out<'_>) {
+    fn out_parts(&mut self) -> (&TcpConfig, &mut InlineVec<Slot>, Out<'_>) {
         (&self.cfg, &mut self.slots, Out { ev: &mut self.events, rst: &mut self.rsts })
     }
 
