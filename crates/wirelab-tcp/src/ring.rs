@@ -3,8 +3,6 @@
 //! Used for the send queue (bytes from `snd_una`) and the receive queue (unread in-order
 //! bytes followed by the out-of-order region). An idle connection holds no storage.
 
-use std::cell::Cell;
-
 /// A growable ring buffer of bytes.
 #[derive(Clone, Debug, Default)]
 pub struct Ring {
@@ -164,12 +162,6 @@ pub struct SendRing {
     len: usize,
     /// Literal-byte offset of `bytes`' head.
     lit_head: u64,
-    /// Runs dropped from the front so far, and the index (counted from the first run ever
-    /// pushed) of the run the last lookup found: segments are cut in stream order, so the
-    /// next lookup usually finds the same run or the next one without a binary search over
-    /// cold run entries. Only a hint: checked before use.
-    popped: u64,
-    hint: Cell<u64>,
 }
 
 impl SendRing {
@@ -190,22 +182,6 @@ impl SendRing {
 
     fn tail(&self) -> u64 {
         self.head + self.len as u64
-    }
-
-    /// Index of the last run starting at or before stream offset `x` (0 if none):
-    /// `runs.partition_point(|r| r.start <= x).saturating_sub(1)`, trying the hint first.
-    fn run_at(&self, x: u64) -> usize {
-        let n = self.runs.len();
-        let h = self.hint.get().wrapping_sub(self.popped) as usize;
-        for i in [h, h.wrapping_add(1)] {
-            if i < n && self.runs[i].start <= x && self.runs.get(i + 1).is_none_or(|r| r.start > x) {
-                self.hint.set(self.popped + i as u64);
-                return i;
-            }
-        }
-        let i = self.runs.partition_point(|r| r.start <= x).saturating_sub(1);
-        self.hint.set(self.popped + i as u64);
-        i
     }
 
     /// Appends a copy of `data`.
@@ -234,13 +210,10 @@ impl SendRing {
     /// Appends `len` bytes starting at offset `off` (from the head) to `out`.
     pub fn copy_out(&self, off: usize, len: usize, out: &mut Vec<u8>) {
         debug_assert!(off + len <= self.len);
-        if len == 0 {
-            return;
-        }
         let mut pos = self.head + off as u64;
         let end = pos + len as u64;
         // the run holding `pos`: the last one starting at or before it
-        let mut i = self.run_at(pos);
+        let mut i = self.runs.partition_point(|r| r.start <= pos).saturating_sub(1);
         while pos < end {
             let r = self.runs[i];
             let a = (pos - r.start) as usize;
@@ -258,8 +231,7 @@ impl SendRing {
     /// that run's part is returned instead of copied (the segment's tail).
     pub fn copy_out_lazy(&self, off: usize, len: usize, out: &mut Vec<u8>) -> &'static [u8] {
         let end = self.head + (off + len) as u64;
-        // the run holding the last byte: the last one starting before `end`
-        let i = if end == 0 { 0 } else { self.run_at(end - 1) };
+        let i = self.runs.partition_point(|r| r.start < end).saturating_sub(1);
         match self.runs.get(i) {
             Some(&Run { start, src: Src::Static(s), .. }) => {
                 let from = start.max(self.head + off as u64);
@@ -290,7 +262,6 @@ impl SendRing {
             }
             if r_end <= new_head {
                 self.runs.pop_front();
-                self.popped += 1;
             } else {
                 break;
             }
@@ -406,19 +377,6 @@ mod test {
                 let tail = q.copy_out_lazy(off, len, &mut out);
                 out.extend_from_slice(tail);
                 assert_eq!(&out[3..], &flat[head + off..head + off + len], "round {round} (lazy)");
-            }
-            // segments in stream order (the run hint's case), and the lookup itself
-            let seg = 1 + rng.below(200) as usize;
-            let mut off = 0;
-            while off < q.len() {
-                let len = seg.min(q.len() - off);
-                let mut out = Vec::new();
-                let tail = q.copy_out_lazy(off, len, &mut out);
-                out.extend_from_slice(tail);
-                assert_eq!(&out[..], &flat[head + off..head + off + len], "round {round} (in order)");
-                let x = q.head + off as u64;
-                assert_eq!(q.run_at(x), q.runs.partition_point(|r| r.start <= x).saturating_sub(1));
-                off += len;
             }
             // acknowledge some
             let d = rng.below(q.len() as u64 / 2 + 1) as usize;
