@@ -123,6 +123,21 @@ impl Pkt {
             self.tail = &[];
         }
     }
+    /// The tail as `(offset, length)` in [`crate::pattern::PATTERN`], `(0, 0)` for no tail;
+    /// `None` if it lies elsewhere or does not fit 16 bits (a compact packet descriptor,
+    /// such as a link's in-flight entry, then carries the bytes instead).
+    #[inline]
+    pub fn pattern_tail(&self) -> Option<(u16, u16)> {
+        if self.tail.is_empty() {
+            return Some((0, 0));
+        }
+        let p = &crate::pattern::PATTERN;
+        let off = (self.tail.as_ptr() as usize).checked_sub(p.as_ptr() as usize)?;
+        if off + self.tail.len() > p.len() {
+            return None;
+        }
+        Some((u16::try_from(off).ok()?, u16::try_from(self.tail.len()).ok()?))
+    }
     /// Bytes `range` of the datagram, reading through the tail; `None` past its end.
     /// Copies into `out` only when the range crosses into the tail.
     pub fn get<'a>(&'a self, range: core::ops::Range<usize>, out: &'a mut [u8; 8]) -> Option<&'a [u8]> {
@@ -242,8 +257,16 @@ mod test {
         assert_eq!(p.get(8..11, &mut s), None);
         let mut w = Vec::new();
         p.write_to(&mut w);
+        assert_eq!(p.pattern_tail(), None, "not in the pattern");
         p.materialize();
         assert_eq!((p.data.clone(), p.tail.len(), p.len()), (w, 0, 24));
+        assert_eq!(p.pattern_tail(), Some((0, 0)));
+        p.tail = &crate::pattern::PATTERN[300..1748];
+        assert_eq!(p.pattern_tail(), Some((300, 1448)));
+        p.tail = &crate::pattern::PATTERN[65535..];
+        assert_eq!(p.pattern_tail(), Some((65535, 1)));
+        p.tail = &crate::pattern::PATTERN[..];
+        assert_eq!(p.pattern_tail(), None, "65 536 bytes do not fit 16 bits");
     }
 
     fn header(tos: u8, seed: u32) -> Vec<u8> {

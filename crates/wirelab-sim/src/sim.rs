@@ -1262,8 +1262,8 @@ impl Sim {
         // Prefetch the header of the next packet to arrive here, so that it is in cache
         // when it arrives: the buffers of the thousands of packets in flight are cold, and
         // the first read of an arriving header was the costliest instruction of the loop.
-        if let Some(p) = self.dirs[d as usize].link.peek_arrival() {
-            prefetch(&p.data);
+        if let Some(h) = self.dirs[d as usize].link.peek_arrival_head() {
+            prefetch(h);
         }
         self.kick(d);
     }
