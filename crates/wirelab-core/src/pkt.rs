@@ -28,8 +28,6 @@ pub struct Pkt {
 pub struct PktMeta {
     /// Unique per run, in order of creation: ties and traces refer to it.
     pub id: u64,
-    /// When the sending stack emitted the packet.
-    pub created: Instant,
     /// When the current qdisc accepted it (set by the qdisc; sojourn = dequeue − this).
     pub enqueued: Instant,
     /// Link-layer header bytes counted by rate and byte limits (14 on Ethernet links).
@@ -49,7 +47,7 @@ pub struct PktMeta {
     pub corrupted: bool,
     /// How the sending socket charged the packet for TCP Small Queues
     /// ([`crate::transport::tsq`]); 0 once it no longer counts (it left the host, or was
-    /// forwarded). Fits the struct's padding byte: the descriptor stays 64 bytes.
+    /// forwarded). Fits the struct's padding byte.
     pub tsq: u8,
     /// The sending socket (`skb->sk`) as an opaque non-zero key, 0 for none: packets a
     /// router forwards, and packets whose sender gave no socket. `fq` keys its flows by it
@@ -67,7 +65,6 @@ impl Default for PktMeta {
     fn default() -> Self {
         PktMeta {
             id: 0,
-            created: Instant::ZERO,
             enqueued: Instant::ZERO,
             l2_len: 0,
             mark: 0,
@@ -314,10 +311,11 @@ mod test {
 
 #[cfg(test)]
 mod tsq_size {
-    /// The TSQ byte (`PktMeta::tsq`) lives in what was padding: the descriptor the hot
-    /// path copies stays one 64-byte line.
+    /// The TSQ byte (`PktMeta::tsq`) lives in what was padding; the whole packet is 96
+    /// bytes (queues hold it packed, [`crate::packed`]).
     #[test]
-    fn pkt_meta_stays_64_bytes() {
-        assert_eq!(core::mem::size_of::<super::PktMeta>(), 64);
+    fn pkt_meta_stays_56_bytes() {
+        assert_eq!(core::mem::size_of::<super::PktMeta>(), 56);
+        assert_eq!(core::mem::size_of::<super::Pkt>(), 96);
     }
 }

@@ -3,8 +3,8 @@ use crate::gen::{scaled, tabledist, CRandom, LossGen, LossHit};
 use crate::spec::{JitterOrder, NetemSpec, RateSpec};
 use core::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
-use wirelab_core::pattern::PATTERN;
-use wirelab_core::{Duration, Instant, Pkt, PktMeta, Rng};
+use wirelab_core::packed::{HopMeta, PackedPkt};
+use wirelab_core::{Duration, Instant, Pkt, Rng};
 
 /// Why a copy of a packet never arrives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,69 +98,29 @@ pub struct LinkStats {
     pub delivered: u64,
 }
 
-/// A packet on the wire, packed into one cache line (it was a 120-byte entry: arrival,
-/// sequence and the whole 104-byte [`Pkt`], two or three lines written per transmission
-/// into queues that are cold with thousands of flows). What the far end can use travels:
-/// the bytes (a by-reference tail that lies in [`PATTERN`] as its offset and length), `id`,
-/// `created`, `mark`, `priority`, `l2_len`, `corrupted`. The per-hop fields arrive reset to
-/// their defaults: `sk`, `txtime`, `pacing_rate` and `tsq` belong to the sending host
+/// A packet on the wire in one cache line (it was a 120-byte entry: arrival, sequence and
+/// the whole [`Pkt`], two or three lines written per transmission into queues that are
+/// cold with thousands of flows). What the far end can use travels ([`PackedPkt`]: the
+/// bytes, `id`, `mark`, `priority`, `l2_len`, `corrupted`). The per-hop fields arrive reset
+/// to their defaults: `sk`, `txtime`, `pacing_rate` and `tsq` belong to the sending host
 /// (`skb_scrub_packet()` orphans the skb and clears its timestamp when it crosses to
 /// another namespace; a forwarded packet has no socket, `ip_forward()`), and `enqueued`
 /// and `iface` are set by the next queue.
 #[repr(C, align(64))]
 struct InFlight {
     arrival: Instant,
-    data: Vec<u8>,
-    id: u64,
-    created: Instant,
-    mark: u32,
-    priority: u32,
-    tail_off: u16,
-    tail_len: u16,
-    l2_len: u16,
-    corrupted: bool,
+    p: PackedPkt,
 }
 
 impl InFlight {
-    fn pack(arrival: Instant, mut pkt: Pkt) -> Self {
-        let (tail_off, tail_len) = match pkt.pattern_tail() {
-            Some(t) => t,
-            None => {
-                // a tail outside the pattern (no wirelab stack makes one) travels as bytes
-                pkt.materialize();
-                (0, 0)
-            }
-        };
-        let m = pkt.meta;
-        InFlight {
-            arrival,
-            data: pkt.data,
-            id: m.id,
-            created: m.created,
-            mark: m.mark,
-            priority: m.priority,
-            tail_off,
-            tail_len,
-            l2_len: m.l2_len,
-            corrupted: m.corrupted,
-        }
+    #[inline]
+    fn pack(arrival: Instant, pkt: Pkt) -> Self {
+        InFlight { arrival, p: PackedPkt::pack(pkt).0 }
     }
 
+    #[inline]
     fn unpack(self) -> Pkt {
-        let o = self.tail_off as usize;
-        Pkt {
-            data: self.data,
-            tail: &PATTERN[o..o + self.tail_len as usize],
-            meta: PktMeta {
-                id: self.id,
-                created: self.created,
-                mark: self.mark,
-                priority: self.priority,
-                l2_len: self.l2_len,
-                corrupted: self.corrupted,
-                ..PktMeta::default()
-            },
-        }
+        self.p.unpack(HopMeta::FORWARDED)
     }
 }
 
@@ -544,8 +504,8 @@ impl LinkDirection {
     /// (whenever that is), without taking it: a driver can prefetch them.
     pub fn peek_arrival_head(&self) -> Option<&[u8]> {
         match self.heap.peek() {
-            Some(k) => Some(&k.f.data),
-            None => self.fifo.front().map(|f| &f.data[..]),
+            Some(k) => Some(k.f.p.head()),
+            None => self.fifo.front().map(|f| f.p.head()),
         }
     }
 
@@ -1027,11 +987,10 @@ mod test {
             for i in 0..50u64 {
                 let mut p = pkt(40 + i as usize, i);
                 p.tail = match i % 3 {
-                    0 => &PATTERN[7 * i as usize..7 * i as usize + 1448],
+                    0 => &wirelab_core::pattern::PATTERN[7 * i as usize..7 * i as usize + 1448],
                     1 => &[],
                     _ => &[9, 8, 7], // not the pattern: travels as bytes
                 };
-                p.meta.created = ms(i);
                 p.meta.enqueued = ms(i + 1);
                 p.meta.mark = 0xdead_0000 + i as u32;
                 p.meta.priority = 0x10_0000 + i as u32;
@@ -1056,7 +1015,7 @@ mod test {
                 assert_eq!(&w, whole, "same datagram");
                 let expect_tail = if m.id % 3 == 2 { 0 } else { *tail };
                 assert_eq!(p.tail.len(), expect_tail, "a pattern tail stays by reference");
-                let expect = PktMeta { id: m.id, created: m.created, mark: m.mark, priority: m.priority, l2_len: 14, corrupted: m.corrupted, ..PktMeta::default() };
+                let expect = wirelab_core::PktMeta { id: m.id, mark: m.mark, priority: m.priority, l2_len: 14, corrupted: m.corrupted, ..Default::default() };
                 assert_eq!(p.meta, expect, "{spec}");
             }
         }

@@ -1007,7 +1007,6 @@ impl Sim {
         // the fingerprint covers the whole datagram, by-reference tail included
         self.rec.packet_bytes_hash(&p.data, p.tail);
         p.meta.id = self.next_pkt_id;
-        p.meta.created = self.now;
         self.next_pkt_id += 1;
         self.counters.packets += 1;
         p
