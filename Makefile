@@ -2,7 +2,7 @@
 PYTHON ?= python3
 CARGO  ?= cargo
 
-.PHONY: test deps install rust-test py-test quickstart bench nightly wheel
+.PHONY: test deps install rust-test py-test quickstart bench nightly wheel wheel-check
 
 test: deps install rust-test py-test
 
@@ -30,6 +30,11 @@ wheel:
 	$(PYTHON) -m pip wheel --quiet --no-deps --wheel-dir dist .
 	@ls dist/wirelab-*-abi3-*.whl
 
+# the wheel installs into a fresh venv without cargo/rustc on PATH and runs the README's
+# first command (a release build: minutes, hence nightly, not CI)
+wheel-check:
+	PYTHON=$(PYTHON) bash scripts/wheel-check.sh
+
 bench:
 	$(CARGO) run --release -p wirelab-cli -- bench
 
@@ -39,7 +44,7 @@ bench:
 # SSH-handshake cost (≈ 1–3 min; the scp grid is `python -m wirelab.repro.shim_scp`).
 # Modern CC (docs/reproductions/modern-cc.md): the whole study, 10 seeds (~25 min of CPU).
 NIGHTLY_OUT ?= results/nightly
-nightly: install
+nightly: install wheel-check
 	nice -n 10 $(PYTHON) -m wirelab.repro.thin_streams all --out $(NIGHTLY_OUT)/thin-streams --only duration,d300 --seeds 1
 	nice -n 10 $(PYTHON) -m wirelab.repro.rate_control all --out $(NIGHTLY_OUT)/rate-control
 	nice -n 10 $(PYTHON) -m wirelab.repro.shim_interactive --out $(NIGHTLY_OUT)/shim-interactive

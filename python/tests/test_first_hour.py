@@ -111,6 +111,57 @@ def test_quickstart_report_first_screen(qs, tmp_path):
         shutil.copy(png, Path(keep) / "quickstart-report.png")
 
 
+def _tick_labels_do_not_overlap(fig, ax, minor_unlabelled: bool) -> set:
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    if minor_unlabelled:
+        assert not any(t.get_text() for t in ax.get_xticklabels(minor=True))
+    lo, hi = ax.get_xlim()
+    labels = [t for t in ax.get_xticklabels() + ax.get_xticklabels(minor=True)
+              if t.get_text() and lo <= t.get_position()[0] <= hi]
+    boxes = sorted((t.get_window_extent(r) for t in labels), key=lambda b: b.x0)
+    for a, b in zip(boxes, boxes[1:]):
+        assert a.x1 < b.x0, "tick labels overlap"
+    return {t.get_text() for t in labels}
+
+
+def test_latency_cdf_tick_labels_do_not_overlap(qs):
+    """A latency CDF spanning 20 … 700 ms gets a log axis: matplotlib's default labelled
+    its minor ticks too (2×10¹ 3×10¹ 4×10¹ ran into each other, as in the quickstart
+    report of 2026-11-24). Only 1-2-5 major ticks carry labels, in plain numbers, and no
+    two labels overlap; the quickstart's own CDF (log or linear) has no overlap either."""
+    import types
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    lat = pd.DataFrame({"name": ["fifo-thin"] * 200 + ["sfq-thin"] * 200,
+                        "latency_ms": np.r_[rng.uniform(40, 700, 200), rng.uniform(20, 25, 200)],
+                        "what": "application delay"})
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    try:
+        from wirelab import plots
+
+        plots.latency_cdf(types.SimpleNamespace(latency=lat), ax=ax)
+        assert ax.get_xscale() == "log"
+        labels = _tick_labels_do_not_overlap(fig, ax, minor_unlabelled=True)
+        assert {"20", "50", "100", "200", "500"} <= labels, labels
+    finally:
+        plt.close(fig)
+    out, _ = qs
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    try:
+        wirelab.Result(out).plot.latency_cdf(ax=ax)
+        _tick_labels_do_not_overlap(fig, ax, minor_unlabelled=ax.get_xscale() == "log")
+    finally:
+        plt.close(fig)
+
+
 def screenshot_first_screen(html_path: Path, png: Path):
     from test_report import browser
 

@@ -2,7 +2,7 @@
 
 The public API is in ``wirelab`` (``run``, ``validate``, ``Result``); these are the
 low-level entry points it wraps."""
-from typing import Callable, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 __version__: str
 
@@ -22,13 +22,30 @@ def run(
     text: Optional[str] = None,
     progress: Optional[Callable[[float, float], object]] = None,
     force: bool = False,
-) -> str:
+    tables: bool = False,
+) -> Union[str, Tuple[str, "RunTables"]]:
     """Runs the scenario file ``path`` (or the TOML ``text``, named ``path`` in errors) into
     the directory ``out``; returns the path of ``summary.json``. ``overrides`` are
     ``KEY=VALUE`` strings as ``wirelab run --set``; ``progress(simulated_s, total_s)`` is
     called about 1000 times. ``out`` is cleared of an earlier run's files; a non-empty
     directory no run wrote raises ``FileExistsError`` unless ``force``. Raises
-    ``ScenarioError`` or ``OSError``."""
+    ``ScenarioError`` or ``OSError``. With ``tables``, returns ``(summary path,
+    RunTables)``: the run's tables kept in memory for ``Result`` to take as Arrow."""
+
+class ArrowTable:
+    """One table as an Arrow record batch; any Arrow consumer reads it through the
+    PyCapsule interface (``pyarrow.table(t)``, ``polars.DataFrame(t)``)."""
+
+    columns: List[str]
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object: ...
+    def __len__(self) -> int: ...
+
+class RunTables:
+    """The tables of an in-process run (``run(..., tables=True)``)."""
+
+    def take(self, name: str) -> Optional[ArrowTable]:
+        """Table ``name`` (see ``wirelab.result.TABLES``) as Arrow, its rows freed in Rust;
+        ``None`` if the run wrote no rows for it or it was taken before."""
 
 def analyze_tables(sender: str, receiver: Optional[str] = None) -> dict[str, str]:
     """``wirelab analyze`` of a sender capture (and a receiver capture) without printing:

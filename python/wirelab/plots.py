@@ -169,6 +169,22 @@ def _ecdf(ax, values, label):
     return True
 
 
+def _log_x_axis(ax, span: float) -> None:
+    """A log axis labelled in plain numbers (``20 50 100 200``) at 1-2-5 steps (1 per
+    decade beyond three decades), unlabelled minor ticks between: matplotlib's default
+    labels minor ticks too (``2×10¹ 3×10¹ 4×10¹``) when the axis spans about a decade,
+    and those labels run into each other."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xscale("log")
+    axis = ax.xaxis
+    subs = (1.0, 2.0, 5.0) if span <= 1e3 else (1.0,)
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    axis.set_minor_locator(LogLocator(base=10, subs=tuple(range(2, 10))))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def latency_cdf(res, ax=None):
     """CDF of the latency that matters most in the run: the application delay of each
     captured TCP flow (sender and receiver captured: ``wirelab analyze``'s ``app_delay``),
@@ -187,7 +203,7 @@ def latency_cdf(res, ax=None):
         v = v[np.isfinite(v) & (v > 0)]
         # delays of 20 ms and 1 s in one plot: a log axis keeps both readable
         if len(v) and v.max() / max(v.min(), 1e-3) > 20:
-            ax.set_xscale("log")
+            _log_x_axis(ax, v.max() / max(v.min(), 1e-3))
         return _finish(ax, f"CDF of {what}", f"{what} (ms)", "fraction ≤ x", n)
     return None
 

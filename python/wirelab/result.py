@@ -7,6 +7,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 import pandas as pd
 
 from .exceptions import WirelabError
@@ -15,6 +16,78 @@ from .exceptions import WirelabError
 TABLES = ["flows", "connections", "queues", "links", "flow_timeseries", "queue_timeseries", "queue_probe",
           "tcp_timeseries", "sctp_timeseries", "sctp_path_timeseries", "tcp_rate_timeseries", "shim_matches",
           "rr_latency"]
+
+
+#: what ``pd.read_csv`` reads as a missing value by default (its ``na_values``)
+_CSV_NA = frozenset(["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+                     "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"])
+
+
+def have_arrow() -> bool:
+    """pyarrow new enough to read the Arrow C stream interface (``__arrow_c_stream__``)."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return False
+    return int(pa.__version__.split(".")[0]) >= 14
+
+
+def from_arrow(tables, name: str) -> Optional[pd.DataFrame]:
+    """Table ``name`` of an in-process run, moved from Rust as Arrow (the C stream
+    interface: no CSV written and parsed again), as the same DataFrame ``pd.read_csv``
+    gives for its file; ``None`` if the run has no rows for it (read the file)."""
+    import pyarrow as pa
+
+    t = tables.take(name)
+    if t is None:
+        return None
+    table = csv_like(pa.table(t))
+    del t  # the Rust buffers now belong to pyarrow alone: freed as columns convert
+    df = table.to_pandas(split_blocks=True, self_destruct=True)
+    for c in df.columns:  # a nullable bool column: read_csv's missing cells are NaN
+        if df[c].dtype == object:
+            df[c] = df[c].where(df[c].notna(), np.nan)
+    return df
+
+
+_INT = r"^[+-]?[0-9]+$"
+_FLOAT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$|^[+-]?(inf|Inf|INF|infinity|Infinity)$"
+
+
+def csv_like(table):
+    """Gives an Arrow table the types and values ``pd.read_csv`` infers from the same
+    table written as CSV: strings it reads as missing (``""``, ``NA``, ``None``, ...)
+    become null, a column of only those is float64 (as is an all-null column), and a
+    string column whose values are all numbers is int64 (float64 with nulls or
+    fractions). Decided on each column's distinct values, in Arrow's compute kernels."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    na_values = pa.array(sorted(_CSV_NA))
+    for i, f in enumerate(table.schema):
+        col = table.column(i)
+        if pa.types.is_null(f.type):
+            table = table.set_column(i, f.name, pa.nulls(len(col), pa.float64()))
+            continue
+        if not (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)):
+            continue
+        u = pc.unique(col)
+        na_u = pc.or_kleene(pc.is_null(u), pc.is_in(u, value_set=na_values.cast(f.type)))
+        if pc.all(na_u).as_py():
+            table = table.set_column(i, f.name, pa.nulls(len(col), pa.float64()))
+            continue
+        rest = pc.filter(u, pc.invert(na_u))
+        has_na = pc.any(na_u).as_py()
+        if has_na:
+            col = pc.if_else(pc.is_in(col, value_set=na_values.cast(f.type)), pa.scalar(None, f.type), col)
+        if pc.all(pc.match_substring_regex(rest, _INT)).as_py():
+            col = pc.cast(col, pa.float64() if has_na else pa.int64())
+        elif pc.all(pc.match_substring_regex(rest, _FLOAT)).as_py():
+            col = pc.cast(col, pa.float64())
+        elif not has_na:
+            continue
+        table = table.set_column(i, f.name, col)
+    return table
 
 
 class Result:
@@ -29,11 +102,14 @@ class Result:
     ``summary.json``).
     """
 
-    def __init__(self, out_dir: Path, _owner: Optional[object] = None):
+    def __init__(self, out_dir: Path, _owner: Optional[object] = None, _tables: Optional[object] = None):
         self.out_dir = Path(out_dir)
         # a temporary directory this Result owns (wirelab.run() without out=): removed when
         # the Result is garbage-collected or the interpreter exits
         self._owner = _owner
+        # the run's tables still in Rust memory (wirelab.run() in this process, pyarrow
+        # installed): each is taken once as Arrow instead of parsing its CSV file
+        self._tables = _tables
         if not (self.out_dir / "summary.json").is_file():
             why = "does not exist" if not self.out_dir.exists() else "has no summary.json"
             raise FileNotFoundError(f"{self.out_dir}: not the output directory of a wirelab run ({why})")
@@ -71,6 +147,10 @@ class Result:
         return self.summary["fingerprint"]
 
     def _csv(self, name: str) -> pd.DataFrame:
+        if self._tables is not None:
+            df = from_arrow(self._tables, name[:-len(".csv")])
+            if df is not None:
+                return df
         p = self.out_dir / name
         if not p.exists() or p.stat().st_size == 0:
             return pd.DataFrame()

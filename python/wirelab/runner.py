@@ -10,7 +10,7 @@ import tomli_w
 
 from . import _wirelab
 from .exceptions import translate
-from .result import Result
+from .result import Result, have_arrow
 
 ScenarioLike = Union[str, os.PathLike, Mapping[str, Any]]
 
@@ -74,9 +74,11 @@ def run(
             bar.append(Progress(total=round(total, 3), desc="run", unit="sim-s", enable=progress))
         bar[0].set(round(t, 3))
 
+    # with pyarrow the tables come back as Arrow from memory; without it Result reads the CSVs
+    arrow = have_arrow()
     try:
-        summary = _wirelab.run(str(path), str(out_dir), seed, _overrides(overrides), text,
-                               on_progress if progress is not False else None, force)
+        r = _wirelab.run(str(path), str(out_dir), seed, _overrides(overrides), text,
+                         on_progress if progress is not False else None, force, arrow)
     except Exception as e:  # noqa: BLE001 - re-raised as the public type
         if owner is not None:
             owner.cleanup()
@@ -84,7 +86,8 @@ def run(
     finally:
         if bar:
             bar[0].close()
-    return Result(Path(summary).parent, _owner=owner)
+    summary, tables = r if arrow else (r, None)
+    return Result(Path(summary).parent, _owner=owner, _tables=tables)
 
 
 def live(

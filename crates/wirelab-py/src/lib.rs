@@ -5,6 +5,9 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use std::path::PathBuf;
 
+mod arrow;
+mod columns;
+
 create_exception!(_wirelab, WirelabError, pyo3::exceptions::PyException, "Base class of wirelab errors.");
 create_exception!(_wirelab, ScenarioError, PyValueError, "A scenario file is invalid (message names file, line and key).");
 
@@ -13,11 +16,22 @@ create_exception!(_wirelab, ScenarioError, PyValueError, "A scenario file is inv
 /// called as `progress(simulated_seconds, total_seconds)` about 1000 times per run (with the
 /// GIL held; the simulation itself runs without it). `out` is owned by the run: the files of
 /// an earlier run there are removed first, and a non-empty directory no run wrote is
-/// refused (`ScenarioError`) unless `force`.
+/// refused (`ScenarioError`) unless `force`. With `tables`, returns `(summary path,
+/// RunTables)`: the tables stay in memory for `Result` to take as Arrow.
 #[pyfunction]
-#[pyo3(signature = (path, out, seed=None, overrides=Vec::new(), text=None, progress=None, force=false))]
+#[pyo3(signature = (path, out, seed=None, overrides=Vec::new(), text=None, progress=None, force=false, tables=false))]
 #[allow(clippy::too_many_arguments)]
-fn run(py: Python<'_>, path: PathBuf, out: PathBuf, seed: Option<u64>, overrides: Vec<String>, text: Option<String>, progress: Option<Py<PyAny>>, force: bool) -> PyResult<String> {
+fn run(
+    py: Python<'_>,
+    path: PathBuf,
+    out: PathBuf,
+    seed: Option<u64>,
+    overrides: Vec<String>,
+    text: Option<String>,
+    progress: Option<Py<PyAny>>,
+    force: bool,
+    tables: bool,
+) -> PyResult<Py<PyAny>> {
     let r = py.detach(move || {
         let sc = match &text {
             Some(t) => wirelab_scenario::Scenario::from_text(&path.display().to_string(), t, &overrides),
@@ -34,10 +48,11 @@ fn run(py: Python<'_>, path: PathBuf, out: PathBuf, seed: Option<u64>, overrides
                 });
             }
         };
-        wirelab_run::run_loaded_opts(&sc, &out, seed, &wirelab_run::Limits::default(), force, &mut cb).map(|_| out.join("summary.json"))
+        wirelab_run::run_loaded_opts(&sc, &out, seed, &wirelab_run::Limits::default(), force, &mut cb).map(|o| (out.join("summary.json"), o.results))
     });
     match r {
-        Ok(p) => Ok(p.display().to_string()),
+        Ok((p, results)) if tables => Ok((p.display().to_string(), arrow::RunTables::new(results)).into_pyobject(py)?.into_any().unbind()),
+        Ok((p, _)) => Ok(p.display().to_string().into_pyobject(py)?.into_any().unbind()),
         Err((2, m)) if m.starts_with("error: --out ") => Err(pyo3::exceptions::PyFileExistsError::new_err(m.trim_start_matches("error: ").to_string())),
         Err((2, m)) => Err(ScenarioError::new_err(m.trim_start_matches("error: ").to_string())),
         Err((_, m)) => Err(PyOSError::new_err(m)),
@@ -199,6 +214,8 @@ fn _wirelab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(live, m)?)?;
     m.add_function(wrap_pyfunction!(cli_analyze, m)?)?;
     m.add_function(wrap_pyfunction!(packetdrill, m)?)?;
+    m.add_class::<arrow::RunTables>()?;
+    m.add_class::<arrow::ArrowTable>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

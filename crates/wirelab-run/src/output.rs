@@ -37,6 +37,7 @@ pub const TABLES: &[&str] = &[
     "sctp_path_timeseries",
     "tcp_rate_timeseries",
     "shim_matches",
+    "rr_latency",
 ];
 
 fn rel(out: &Path, p: &Path) -> String {

@@ -275,3 +275,22 @@ fn setsockopt_events() {
     let e = with("[[event]]\nat = \"1s\"\naction = \"down\"\n").unwrap_err();
     assert!(e.message.contains("needs a `link`"), "{e}");
 }
+
+/// An unknown key or a bad value inside `event = [ {…}, … ]` (inline tables, as the
+/// generated rate-control scenarios write them) is named by element and field, not by the
+/// text before the line's first `=` (it was reported as key `{ at`).
+#[test]
+fn inline_event_tables_name_the_field() {
+    let head = "event = [\n    { at = \"1s\", link = \"left\", action = \"down\" },\n";
+    for (elem, key, msg) in [
+        ("    { at = \"1.5s\", link = \"left\", action = \"up\", bogus = 1 },\n", "event[1].bogus", "unknown field `bogus`"),
+        ("    { at = \"1.5s\", app = \"bulk\", action = \"setsockopt\", mss = 40 },\n", "event[1].mss", "at least 88"),
+    ] {
+        let base = BASE.replace("[[event]]\nat = \"1s\"\nlink = \"right\"\naction = \"netem\"\nnetem = \"rate 5mbit delay 5ms\"\n", "");
+        assert!(!base.contains("[[event]]"));
+        let src = format!("{head}{elem}]\n{base}");
+        let e = Scenario::from_text("ev.toml", &src, &[]).and_then(|s| s.build(&BuildOptions::default()).map(|_| s)).unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), (key, 3), "{e}");
+        assert!(e.message.contains(msg), "{e}");
+    }
+}
