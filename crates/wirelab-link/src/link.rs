@@ -455,6 +455,14 @@ impl LinkDirection {
         self.advance(now);
     }
 
+    /// The packet that will arrive next (whenever that is), without taking it.
+    pub fn peek_arrival(&self) -> Option<&Pkt> {
+        match self.heap.peek() {
+            Some(f) => Some(&f.pkt),
+            None => self.fifo.front().map(|f| &f.pkt),
+        }
+    }
+
     /// The next packet that has arrived at the far end by `now`: arrival-time order, ties
     /// in transmit order. Call until `None`.
     pub fn poll_arrival(&mut self, now: Instant) -> Option<Pkt> {

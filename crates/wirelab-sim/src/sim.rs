@@ -1043,6 +1043,12 @@ impl Sim {
             let (n, i) = self.dirs[d as usize].to;
             self.receive(n, i, pkt);
         }
+        // Prefetch the header of the next packet to arrive here, so that it is in cache
+        // when it arrives: the buffers of the thousands of packets in flight are cold, and
+        // the first read of an arriving header was the costliest instruction of the loop.
+        if let Some(p) = self.dirs[d as usize].link.peek_arrival() {
+            prefetch(&p.data);
+        }
         self.kick(d);
     }
 
@@ -1215,6 +1221,21 @@ impl Sim {
     pub fn cbr_interval(payload: u32, rate_bps: u64) -> Duration {
         wirelab_apps::UdpCbrConfig::interval_for(payload, rate_bps)
     }
+}
+
+/// Asks the CPU to bring the first cache line of `b` into cache, without waiting for it.
+#[inline(always)]
+#[allow(unsafe_code)]
+fn prefetch(b: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint that never faults and changes no memory or register;
+    // the pointer comes from a live slice anyway. (`_mm_prefetch` is unsafe only because it
+    // takes a raw pointer; SSE is part of the x86_64 baseline.)
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(b.as_ptr() as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = b;
 }
 
 /// The whole datagram of `pkt`: its `data`, or `data` and tail copied into `buf`.
