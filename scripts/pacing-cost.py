@@ -22,6 +22,11 @@ time) of native runs, median of --reps, with the load average. Usage:
 
     scripts/pacing-cost.py [--bin target/release/wirelab] [--cases 20@10mbit:10,200@10mbit:10]
                            [--variants cubic,cubic+internal,bbr] [--reps 3] [--no-cachegrind]
+                           [--cache-sim]
+
+--cache-sim adds cachegrind's simulated L1 data (D1) and last-level (LL) misses per
+delivered segment (slower): paced and unpaced runs execute about the same instructions,
+and what separates them is D1 misses (docs/performance.md, "Where paced runs lose time").
 """
 from __future__ import annotations
 
@@ -37,6 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
+IREFS = r"I\s+refs"
 VARIANTS = ["cubic", "cubic+internal", "cubic+fq", "bbr", "bbr+fq", "dctcp"]
 
 
@@ -86,11 +92,13 @@ def main() -> None:
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--no-cachegrind", action="store_true")
+    ap.add_argument("--cache-sim", action="store_true", help="also D1 and LL misses per segment (slower)")
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="pacing-cost-"))
     print(f"load average before: {os.getloadavg()}")
-    print("| flows | bottleneck | variant | pacing | segments | goodput Mbit/s | events/seg | Ir/seg | CPU ms (median) | CPU ns/seg | wall ms (median) |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    cs = " D1 misses/seg | LL misses/seg |" if a.cache_sim else ""
+    print(f"| flows | bottleneck | variant | pacing | segments | goodput Mbit/s | events/seg | Ir/seg |{cs} CPU ms (median) | CPU ns/seg | wall ms (median) |")
+    print("| --- " * (11 + 2 * a.cache_sim) + "|")
     for case in a.cases.split(","):
         n, rest = case.split("@")
         rate, dur = rest.split(":")
@@ -107,16 +115,24 @@ def main() -> None:
                 r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpus.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
             segs, good, events = delivered(out)
-            ir = ""
+            ir, misses = "", ""
             if not a.no_cachegrind:
                 cg = tmp / "cg.out"
-                r = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={cg}",
-                                    a.bin, "run", str(f), "--out", str(out), "-q"], capture_output=True, text=True, check=True)
-                m = re.search(r"I\s+refs:\s+([\d,]+)", r.stderr)
-                ir = f"{int(m.group(1).replace(',', '')) / segs:,.0f}"
+                r = subprocess.run(["valgrind", "--tool=cachegrind", f"--cache-sim={'yes' if a.cache_sim else 'no'}",
+                                    f"--cachegrind-out-file={cg}", a.bin, "run", str(f), "--out", str(out), "-q"],
+                                   capture_output=True, text=True, check=True)
+
+                def count(what: str) -> int:
+                    m = re.search(what + r":\s+([\d,]+)", r.stderr)
+                    return int(m.group(1).replace(",", ""))
+                ir = f"{count(IREFS) / segs:,.0f}"
+                if a.cache_sim:
+                    misses = f" {count('D1  misses') / segs:.1f} | {count('LL misses') / segs:.2f} |"
+            elif a.cache_sim:
+                misses = " | |"
             pacing = {"cubic": "none", "dctcp": "none"}.get(v, "fq" if v.endswith("+fq") else "internal")
             w, c = statistics.median(walls), statistics.median(cpus)
-            print(f"| {n} | {rate} | {v} | {pacing} | {segs} | {good / 1e6:.2f} | {events / segs:.2f} | {ir} | {c * 1e3:.0f} | {c * 1e9 / segs:,.0f} | {w * 1e3:.0f} |",
+            print(f"| {n} | {rate} | {v} | {pacing} | {segs} | {good / 1e6:.2f} | {events / segs:.2f} | {ir} |{misses} {c * 1e3:.0f} | {c * 1e9 / segs:,.0f} | {w * 1e3:.0f} |",
                   flush=True)
     print(f"load average after: {os.getloadavg()}")
 

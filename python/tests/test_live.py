@@ -107,3 +107,64 @@ def test_kernel_and_wirelab_flows_share_a_bottleneck_and_the_report_puts_them_si
         assert abs(k["back_to_back"] - w["back_to_back"]) < 0.15, r
     for f in ("compare.json", "compare.md", "compare.png"):
         assert (tmp_path / f).stat().st_size > 0
+
+
+def single_flow(sender: str, seconds: int) -> dict:
+    """One CUBIC flow from k through r1 ═ 10 Mbit/s, 19 ms, pfifo 34 (one BDP) ═ r2 to a
+    simulated sink on d: the engine test `single_cubic_flow_fills_a_bdp_buffered_path…`'s
+    dumbbell. ``sender`` is "kernel" (k is a TUN node: Linux's CUBIC, sampled with
+    ``ss -tin`` every 20 ms) or "wirelab" (k is simulated)."""
+    py = sys.executable
+    k = {"name": "k"}
+    app = [{"name": "ksink", "kind": "tcp-sink", "node": "d", "port": 5001}]
+    if sender == "kernel":
+        k.update(kind="tun", sysctl={"net.ipv4.tcp_congestion_control": "cubic"},
+                 spawn=["while :; do echo T $(date +%s.%N); ss -tin dst 10.0.3.2; sleep 0.02; done"],
+                 run=[f"sleep 0.2; {py} {KPEER} send-for 10.0.3.2 5001 {seconds} > k-send.json"])
+    else:
+        app.append({"name": "f0", "kind": "tcp-bulk", "node": "k", "dst": "10.0.3.2:5001", "cc": "cubic"})
+    return {
+        "scenario": {"name": f"cubic-{sender}", "duration": f"{seconds + (15 if sender == 'kernel' else 0)}s"},
+        "node": [k, {"name": "r1", "kind": "router"}, {"name": "r2", "kind": "router"}, {"name": "d"}],
+        "link": [
+            {"a": {"node": "k", "addr": "10.0.1.2/24"}, "b": {"node": "r1", "addr": "10.0.1.1/24"},
+             "netem": "rate 1gbit delay 500us"},
+            {"name": "bottleneck", "a": {"node": "r1", "addr": "10.0.0.1/30", "qdisc": "pfifo limit 34"},
+             "b": {"node": "r2", "addr": "10.0.0.2/30"}, "netem": "rate 10mbit delay 19ms"},
+            {"a": {"node": "r2", "addr": "10.0.3.1/24"}, "b": {"node": "d", "addr": "10.0.3.2/24"},
+             "netem": "rate 1gbit delay 500us"},
+        ],
+        "app": app,
+        "measure": {"sample_interval": "10ms"},
+    }
+
+
+def test_kernel_cubic_and_wirelab_cubic_have_the_same_congestion_epochs(tmp_path):
+    """Linux's CUBIC is the oracle for the engine's: alone on a one-BDP FIFO, both settle
+    into the same saw-tooth (docs/live.md, "CUBIC's congestion epochs"). Measured here:
+    kernel period 2.40-2.45 s, W_max 67-69, 48 after the cut (beta 717/1024), growth
+    15 then 4-7 packets per half epoch; wirelab 2.40-2.45 s, 66-70, 49, 15 then 2-6."""
+    seconds = 25
+    res = wirelab.live(single_flow("kernel", seconds), out=tmp_path / "kernel")
+    import json
+    assert json.loads((tmp_path / "kernel" / "k-send.json").read_text())["cc"] == "cubic"
+    t0 = res.summary["live"]["t0_unix_s"]
+    ss = live_compare.parse_ss(tmp_path / "kernel" / "cmd/k-spawn-0.log", t0, 5001)
+    wirelab.run(single_flow("wirelab", seconds), out=tmp_path / "wirelab")
+    import pandas as pd
+    tcp = pd.read_csv(tmp_path / "wirelab" / "tcp_timeseries.csv")
+    k_ep = live_compare.congestion_epochs(ss)
+    w_ep = live_compare.congestion_epochs(tcp[tcp["flow"] == "f0"])
+    print(f"\nkernel epochs:\n{k_ep}\nwirelab epochs:\n{w_ep}\nlag {res.summary['live']['event_lag']}")
+    # slow start and its first reductions differ by up to two epochs (HyStart's exit and
+    # the first W_max); from 8 s on both are in the steady saw-tooth
+    k_st, w_st = k_ep[k_ep["start_s"] > 8.0], w_ep[w_ep["start_s"] > 8.0]
+    assert len(k_st) >= 4 and len(w_st) >= 4, (k_ep, w_ep)
+    kp, wp = k_st["period_s"].median(), w_st["period_s"].median()
+    assert abs(kp - wp) <= 0.08 * kp, f"epoch period: kernel {kp:.2f} s, wirelab {wp:.2f} s"
+    for col in ("w_end", "w_start"):
+        kw, ww = k_st[col].median(), w_st[col].median()
+        assert abs(kw - ww) <= 3, f"{col}: kernel {kw}, wirelab {ww}"
+    for who, ep in (("kernel", k_st), ("wirelab", w_st)):
+        g1, g2 = ep["g1"].median(), ep["g2"].median()
+        assert g1 > 1.3 * g2 >= 0, f"{who}: growth {g1} then {g2} is not CUBIC's concave approach"

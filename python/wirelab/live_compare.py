@@ -133,6 +133,35 @@ def compare(out: str | Path, ss_log: str | Path, kernel_sink: str, wirelab_sink:
     return res
 
 
+def congestion_epochs(cwnd: pd.DataFrame, after_s: float = 1.0, min_len_s: float = 1.0) -> pd.DataFrame:
+    """The congestion-avoidance epochs of a cwnd series (columns time_s, cwnd; from
+    ``parse_ss`` or ``tcp_timeseries.csv``): an epoch starts at the first growth after
+    ``after_s`` or after a reduction, and ends where cwnd falls by more than 2 packets.
+    One row per epoch longer than ``min_len_s``: start_s, end_s, period_s, w_start,
+    w_end (the cwnd just before the reduction: CUBIC's next W_max), g1 and g2 (growth in
+    the first and second half of the epoch: CUBIC's concave approach to W_max has
+    g1 > g2, Reno's line g1 ≈ g2)."""
+    t = cwnd["time_s"].to_numpy()
+    w = cwnd["cwnd"].to_numpy()
+    spans, start = [], None
+    for i in range(len(w) - 1):
+        if w[i + 1] + 2 < w[i]:
+            if start is not None:
+                spans.append((start, i))
+                start = None
+        elif start is None and t[i] > after_s and w[i + 1] > w[i]:
+            start = i
+    rows = []
+    for a, b in spans:
+        if t[b] - t[a] <= min_len_s:
+            continue
+        mid = (t[a] + t[b]) / 2
+        m = a + int((t[a:b + 1] <= mid + 1e-9).sum()) - 1
+        rows.append({"start_s": float(t[a]), "end_s": float(t[b]), "period_s": float(t[b] - t[a]),
+                     "w_start": int(w[a]), "w_end": int(w[b]), "g1": int(w[m] - w[a]), "g2": int(w[b] - w[m])})
+    return pd.DataFrame(rows, columns=["start_s", "end_s", "period_s", "w_start", "w_end", "g1", "g2"])
+
+
 def _plot(path: Path, k_rate, w_rate, ss, w) -> None:
     import matplotlib
     matplotlib.use("Agg")

@@ -173,6 +173,10 @@ enum Cmd {
         /// Simulated seconds per case.
         #[arg(long, default_value_t = 10.0)]
         duration: f64,
+        /// Simulated seconds at the start of each case that are run but not measured, so the
+        /// figures are the steady state's (the start-up's N handshakes and slow starts excluded)
+        #[arg(long, default_value_t = 0.0)]
+        warmup: f64,
         /// Write the table as JSON here too.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -257,9 +261,9 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
         },
         Cmd::ShimMatches { results } => wirelab_run::shim_matches_command(&results),
         Cmd::Packetdrill(a) => packetdrill::run(&a),
-        Cmd::Bench { flows, rate, duration, json, udp, repeat, mix, cc, qdisc } => {
+        Cmd::Bench { flows, rate, duration, warmup, json, udp, repeat, mix, cc, qdisc } => {
             let load = wirelab_run::bench::BenchLoad { udp, cc, qdisc };
-            wirelab_run::bench::bench(&wirelab_run::bench::BenchOptions { flows, rate, duration_s: duration, load, repeat, mix, json })
+            wirelab_run::bench::bench(&wirelab_run::bench::BenchOptions { flows, rate, duration_s: duration, warmup_s: warmup, load, repeat, mix, json })
         }
     }
 }

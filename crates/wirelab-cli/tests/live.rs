@@ -328,6 +328,14 @@ fn tun_nodes_need_wirelab_live_and_take_no_apps() {
     let (code, _, err) = wirelab(&["run", f.to_str().unwrap(), "--out", out.join("run").to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("`wirelab live`") && err.contains("node[0].kind"), "{err}");
+    // ... while `wirelab validate` accepts it (docs/live.md), with and without --show
+    for extra in [&[][..], &["--show"][..]] {
+        let mut args = vec!["validate", f.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let (code, out_text, err) = wirelab(&args);
+        assert_eq!(code, 0, "{err}");
+        assert!(out_text.contains(": ok ("), "{out_text}");
+    }
     let apps = "[[app]]\nkind = \"tcp-sink\"\nnode = \"k\"\nport = 80\n";
     std::fs::write(&f, kernel_and_wirelab(&[], "rate 10mbit", "", apps, "1s")).unwrap();
     let (code, _, err) = wirelab(&["validate", f.to_str().unwrap()]);

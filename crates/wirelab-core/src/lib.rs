@@ -23,4 +23,4 @@ pub mod units;
 pub use pkt::{Pkt, PktMeta};
 pub use rng::Rng;
 pub use time::{Duration, Instant};
-pub use transport::{Datagram, Engine, SockEvent, SocketRef, Transmit, HEADROOM};
+pub use transport::{socket_key, tsq, Datagram, Engine, SockEvent, SocketRef, Transmit, HEADROOM};

@@ -47,6 +47,10 @@ pub struct PktMeta {
     /// NIC does (`skb->ip_summed = CHECKSUM_UNNECESSARY`). The bytes always carry the
     /// real checksums (captures verify in tshark).
     pub corrupted: bool,
+    /// How the sending socket charged the packet for TCP Small Queues
+    /// ([`crate::transport::tsq`]); 0 once it no longer counts (it left the host, or was
+    /// forwarded). Fits the struct's padding byte: the descriptor stays 64 bytes.
+    pub tsq: u8,
     /// The sending socket (`skb->sk`) as an opaque non-zero key, 0 for none: packets a
     /// router forwards, and packets whose sender gave no socket. `fq` keys its flows by it
     /// (`fq_classify()`); a packet without one is an orphan, hashed by its 5-tuple.
@@ -70,6 +74,7 @@ impl Default for PktMeta {
             priority: 0,
             iface: 0,
             corrupted: false,
+            tsq: 0,
             sk: 0,
             txtime: Instant::ZERO,
             pacing_rate: PktMeta::NO_PACING,
@@ -281,5 +286,15 @@ mod test {
         assert!(!v6.inet_ecn_set_ce());
         assert_eq!(short.ecn(), None);
         assert_eq!(PktMeta::default().pacing_rate, PktMeta::NO_PACING);
+    }
+}
+
+#[cfg(test)]
+mod tsq_size {
+    /// The TSQ byte (`PktMeta::tsq`) lives in what was padding: the descriptor the hot
+    /// path copies stays one 64-byte line.
+    #[test]
+    fn pkt_meta_stays_64_bytes() {
+        assert_eq!(core::mem::size_of::<super::PktMeta>(), 64);
     }
 }

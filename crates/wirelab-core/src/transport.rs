@@ -51,6 +51,62 @@ pub struct Transmit {
     /// simulator does, for `send_static` data); a driver that writes datagrams out appends
     /// them.
     pub tail: &'static [u8],
+    /// How the sending socket charged the datagram to its `sk_wmem_alloc` (TCP Small
+    /// Queues, [`tsq`]): [`tsq::NONE`], [`tsq::SEG`] or [`tsq::SKB_HEAD`]. A driver that
+    /// sees a charged datagram reports its release with the engine's `tx_complete(sk,
+    /// truesize)` once it has left the host (see docs/tcp.md, "TCP Small Queues").
+    pub tsq: u8,
+}
+
+/// TCP Small Queues bookkeeping shared by the TCP engine and the drivers: what one
+/// datagram adds to its socket's `sk_wmem_alloc` (`skb->truesize`).
+///
+/// Linux charges `skb->truesize` per skb: a TSO skb of n segments is one skb, its
+/// truesize the fixed allocation (`SKB_TRUESIZE(skb_end_offset)` of
+/// `tcp_stream_alloc_skb()`) plus the payload in page fragments. wirelab sends a TSO skb
+/// as n datagrams; the first carries the fixed part ([`SKB_HEAD`]), every one its IP
+/// length. The kind travels in one byte of the packet ([`crate::PktMeta::tsq`]), so
+/// engine and driver compute the same truesize from the datagram's length.
+pub mod tsq {
+    /// Not charged (pure ACKs: Linux gives them `truesize = 2` and `__sock_wfree`, which
+    /// never wakes TSQ; RSTs; other protocols).
+    pub const NONE: u8 = 0;
+    /// Charged its IP length: a later segment of a TSO skb.
+    pub const SEG: u8 = 1;
+    /// Charged its IP length plus [`SKB_OVERHEAD`]: the first (or only) segment of an skb.
+    pub const SKB_HEAD: u8 = 2;
+    /// The fixed part of a TCP skb's truesize less the 52 header bytes wirelab counts in
+    /// the IP length: `SKB_TRUESIZE(704)` = 704 + 256 (`struct sk_buff`) + 320
+    /// (`skb_shared_info`) = 1 280 on x86-64 Linux 6.18 (`MAX_TCP_HEADER` 320 rounded
+    /// by `kmalloc_reserve()` to 1 KiB), measured with `ss -tm` (docs/tcp.md).
+    pub const SKB_OVERHEAD: u32 = 1280 - 52;
+
+    /// The truesize of a datagram of `ip_len` bytes charged as `kind`.
+    #[inline]
+    pub fn truesize(ip_len: usize, kind: u8) -> u32 {
+        match kind {
+            NONE => 0,
+            SEG => ip_len as u32,
+            _ => ip_len as u32 + SKB_OVERHEAD,
+        }
+    }
+}
+
+/// The opaque socket key (`skb->sk`) of a connection: its 5-tuple mixed (splitmix64),
+/// never 0. Drivers use it for datagrams whose engine names no socket (so each TCP or
+/// SCTP connection is one `fq` flow), and the TCP engine names its sockets with it, so
+/// that `fq` sees the same keys either way. `ports` is the transport header's first
+/// four bytes (source port << 16 | destination port), 0 for other protocols.
+pub fn socket_key(proto: u8, src: Ipv4Addr, dst: Ipv4Addr, ports: u32) -> u64 {
+    let ports = match proto {
+        6 | 17 | 132 => ports as u64,
+        _ => 0,
+    };
+    let mut x = (u64::from(u32::from(src)) << 32 | u64::from(u32::from(dst))) ^ (ports << 8 | proto as u64).rotate_left(29);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    x.max(1)
 }
 
 impl Default for Transmit {
@@ -66,6 +122,7 @@ impl Default for Transmit {
             txtime: Instant::ZERO,
             pacing_rate: u64::MAX,
             tail: &[],
+            tsq: tsq::NONE,
         }
     }
 }
@@ -140,4 +197,12 @@ pub trait Engine {
     fn poll_timeout(&self) -> Option<crate::Instant>;
     /// The next application event.
     fn poll_event(&mut self) -> Option<(SocketRef, SockEvent)>;
+    /// A datagram the engine charged to socket `sk` ([`Transmit::tsq`]) left the host or
+    /// was dropped in it, releasing `truesize` bytes (Linux's `tcp_wfree()` at TX
+    /// completion). Returns true when a socket throttled by TCP Small Queues may send
+    /// again: the driver then runs `poll_transmit` (the TSQ handler, `tcp_tsq_handler()`).
+    /// Engines that charge nothing keep the default.
+    fn tx_complete(&mut self, _now: crate::Instant, _sk: u64, _truesize: u32) -> bool {
+        false
+    }
 }

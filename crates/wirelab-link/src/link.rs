@@ -263,6 +263,13 @@ impl LinkDirection {
         self.fifo.len() + self.heap.len()
     }
 
+    /// Every packet transmitted now arrives strictly later than its transmission starts
+    /// (a positive delay and no impairment that could shorten it: no jitter, reordering or
+    /// gap). The driver relies on it to know no arrival can fall due at the current instant.
+    pub fn arrives_later(&self) -> bool {
+        self.plain && self.delay_ns > 0
+    }
+
     /// Is the transmitter free at `now`?
     pub fn is_idle(&self, now: Instant) -> bool {
         now >= self.busy_until
@@ -424,6 +431,12 @@ impl LinkDirection {
         if !self.heap.is_empty() {
             self.heap.push(f);
         } else if self.fifo.back().is_none_or(|b| b.arrival <= f.arrival) {
+            if self.fifo.is_empty() {
+                // restart the ring at slot 0 (`clear` resets its head): a direction that is
+                // mostly idle then reuses one warm slot instead of walking its whole capacity
+                // of ~120-byte entries, a cold line per packet with thousands of flows
+                self.fifo.clear();
+            }
             self.fifo.push_back(f);
         } else {
             // first overtaking packet: switch to the heap until it drains
@@ -432,7 +445,8 @@ impl LinkDirection {
         }
     }
 
-    fn next_arrival(&self) -> Option<Instant> {
+    /// When the next packet in flight arrives at the far end, if any.
+    pub fn next_arrival(&self) -> Option<Instant> {
         match self.heap.peek() {
             Some(f) => Some(f.arrival),
             None => self.fifo.front().map(|f| f.arrival),

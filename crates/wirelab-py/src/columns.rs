@@ -40,6 +40,25 @@ enum Col {
     Str(StringBuilder),
 }
 
+/// `fn NAME(&mut self, v: TY)`: appends `v`, turning a column of only nulls so far into a
+/// `VARIANT` column (its type is fixed by the first value); a value of another type is an error.
+macro_rules! append {
+    ($name:ident, $ty:ty, $variant:ident, $builder:ty, $what:literal) => {
+        fn $name(&mut self, v: $ty) -> Result<(), Error> {
+            if let Col::Pending(n) = *self {
+                let mut b = <$builder>::new();
+                b.append_nulls(n);
+                *self = Col::$variant(b);
+            }
+            match self {
+                Col::$variant(b) => b.append_value(v),
+                _ => return Err(Error(concat!($what, " in a column of another type").into())),
+            }
+            Ok(())
+        }
+    };
+}
+
 impl Col {
     fn null(&mut self) {
         match self {
@@ -51,57 +70,10 @@ impl Col {
         }
     }
 
-    fn int(&mut self, v: i64) -> Result<(), Error> {
-        if let Col::Pending(n) = *self {
-            let mut b = Int64Builder::new();
-            b.append_nulls(n);
-            *self = Col::Int(b);
-        }
-        match self {
-            Col::Int(b) => b.append_value(v),
-            _ => return Err(Error("an integer in a column of another type".into())),
-        }
-        Ok(())
-    }
-
-    fn float(&mut self, v: f64) -> Result<(), Error> {
-        if let Col::Pending(n) = *self {
-            let mut b = Float64Builder::new();
-            b.append_nulls(n);
-            *self = Col::Float(b);
-        }
-        match self {
-            Col::Float(b) => b.append_value(v),
-            _ => return Err(Error("a float in a column of another type".into())),
-        }
-        Ok(())
-    }
-
-    fn bool(&mut self, v: bool) -> Result<(), Error> {
-        if let Col::Pending(n) = *self {
-            let mut b = BooleanBuilder::new();
-            b.append_nulls(n);
-            *self = Col::Bool(b);
-        }
-        match self {
-            Col::Bool(b) => b.append_value(v),
-            _ => return Err(Error("a boolean in a column of another type".into())),
-        }
-        Ok(())
-    }
-
-    fn str(&mut self, v: &str) -> Result<(), Error> {
-        if let Col::Pending(n) = *self {
-            let mut b = StringBuilder::new();
-            b.append_nulls(n);
-            *self = Col::Str(b);
-        }
-        match self {
-            Col::Str(b) => b.append_value(v),
-            _ => return Err(Error("a string in a column of another type".into())),
-        }
-        Ok(())
-    }
+    append!(int, i64, Int, Int64Builder, "an integer");
+    append!(float, f64, Float, Float64Builder, "a float");
+    append!(bool, bool, Bool, BooleanBuilder, "a boolean");
+    append!(str, &str, Str, StringBuilder, "a string");
 
     fn finish(&mut self, rows: usize) -> ArrayRef {
         match self {

@@ -62,6 +62,9 @@ impl Qdisc for Fifo {
         };
         if fits {
             self.backlog += pkt.len();
+            if self.q.is_empty() {
+                self.q.clear(); // restart the ring at its first (warm) slot, as in `LinkDirection::push`
+            }
             self.q.push_back(pkt);
             return Verdict::Queued;
         }
@@ -90,6 +93,22 @@ impl Qdisc for Fifo {
     }
     fn qlen(&self) -> usize {
         self.q.len()
+    }
+    fn idle_dequeue_is_noop(&self) -> bool {
+        self.q.is_empty()
+    }
+    fn bypass(&mut self, now: Instant, pkt: &mut Pkt) -> bool {
+        // the enqueue's admission test on an empty queue (a limit of 0 refuses everything)
+        let fits = match self.kind {
+            FifoKind::Bfifo => pkt.len() as u64 <= self.limit,
+            _ => self.limit > 0,
+        };
+        if !self.q.is_empty() || !fits {
+            return false;
+        }
+        pkt.meta.enqueued = now;
+        self.c.sent(pkt);
+        true
     }
     fn backlog_bytes(&self) -> usize {
         self.backlog

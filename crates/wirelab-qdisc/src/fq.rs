@@ -58,39 +58,41 @@ const NSEC_PER_SEC: u64 = 1_000_000_000;
 /// `flow_max_rate` / `sk_pacing_rate` "unlimited" (`~0UL`).
 pub const NO_RATE: u64 = u64::MAX;
 
-/// Resolved `fq` parameters; [`FqParams::new`] gives `fq_init()`'s defaults.
+/// Resolved `fq` parameters; [`FqParams::new`] gives `fq_init()`'s defaults. (Fields in
+/// the order the data path reads them: the first 64 bytes are the per-packet ones.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct FqParams {
+    /// `priomap`: `skb->priority` (0..15) to band.
+    pub prio2band: [u8; 16],
     /// `limit`: packets per band (`band_pkt_count[band] >= sch->limit` drops), 10000.
     pub limit: u32,
     /// `flow_limit`: packets per flow, 100.
     pub flow_limit: u32,
     /// `quantum` bytes, `2 × psched_mtu()` (3028).
     pub quantum: u32,
-    /// `initial_quantum` bytes, `10 × psched_mtu()` (15140).
-    pub initial_quantum: u32,
-    /// `refill_delay` ns (40 ms): idle time after which a flow gets `quantum` credit again.
-    pub refill_delay_ns: u64,
-    /// `maxrate` bytes/s ([`NO_RATE`] = none).
-    pub flow_max_rate: u64,
     /// `pacing` (default) / `nopacing`.
     pub rate_enable: bool,
+    /// `horizon_drop` (default) or `horizon_cap`.
+    pub horizon_drop: bool,
     /// log2(`buckets`), 10.
     pub buckets_log: u8,
-    /// `orphan_mask`, 1023.
-    pub orphan_mask: u32,
+    /// `maxrate` bytes/s ([`NO_RATE`] = none).
+    pub flow_max_rate: u64,
     /// `low_rate_threshold` bytes/s (550 kbit/s = 68750).
     pub low_rate_threshold: u64,
     /// `ce_threshold` ns (default `NSEC_PER_USEC * ~0U`, about 4295 s: off).
     pub ce_threshold_ns: u64,
-    /// `timer_slack` ns (10 µs; reported only).
-    pub timer_slack_ns: u64,
     /// `horizon` ns (10 s).
     pub horizon_ns: u64,
-    /// `horizon_drop` (default) or `horizon_cap`.
-    pub horizon_drop: bool,
-    /// `priomap`: `skb->priority` (0..15) to band.
-    pub prio2band: [u8; 16],
+    /// `refill_delay` ns (40 ms): idle time after which a flow gets `quantum` credit again.
+    pub refill_delay_ns: u64,
+    /// `initial_quantum` bytes, `10 × psched_mtu()` (15140).
+    pub initial_quantum: u32,
+    /// `orphan_mask`, 1023.
+    pub orphan_mask: u32,
+    /// `timer_slack` ns (10 µs; reported only).
+    pub timer_slack_ns: u64,
     /// `weights`: bytes per band turn (589824, 196608, 65536).
     pub weights: [i32; FQ_BANDS],
 }
@@ -123,6 +125,7 @@ impl FqParams {
 /// A queue of packets by `time_to_send`: a FIFO while times are monotone, an ordered map
 /// for packets that would overtake its tail (`flow_queue_add()`, `fq_peek()`).
 #[derive(Debug, Default)]
+#[repr(C)]
 struct TQueue {
     lin: VecDeque<(u64, Pkt)>,
     tree: BTreeMap<(u64, u64), Pkt>,
@@ -172,17 +175,19 @@ enum Where {
     Throttled,
 }
 
+/// A flow: two cache lines (aligned), the queue heads and what every packet reads first.
 #[derive(Debug)]
+#[repr(C, align(64))]
 struct Flow {
-    key: u64,
     q: TQueue,
     qlen: u32,
-    credit: i64,
     band: u8,
     at: Where,
+    credit: i64,
+    time_next_packet: u64,
+    key: u64,
     /// `f->age`: when the flow was detached, ns.
     age: u64,
-    time_next_packet: u64,
 }
 
 #[derive(Debug, Default)]
@@ -193,15 +198,18 @@ struct Band {
     quantum: i64,
 }
 
-/// `tc -s qdisc` counters of `fq` (`struct tc_fq_qd_stats`).
+/// `tc -s qdisc` counters of `fq` (`struct tc_fq_qd_stats`); the per-packet ones first.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct FqStats {
-    /// `gc`: flows garbage-collected.
-    pub gc_flows: u64,
     /// `fastpath`: packets that took the internal queue.
     pub fastpath_packets: u64,
     /// `throttled`: times a flow was throttled.
     pub throttled: u64,
+    /// `latency`: EWMA (1/8) of how late throttled flows were released, ns.
+    pub unthrottle_latency_ns: u64,
+    /// `gc`: flows garbage-collected.
+    pub gc_flows: u64,
     /// `flows_plimit`: drops at `flow_limit`.
     pub flows_plimit: u64,
     /// `pkts_too_long`: packets whose pacing delay was capped at 1 s.
@@ -214,34 +222,44 @@ pub struct FqStats {
     pub horizon_caps: u64,
     /// `band0_drops` … `band2_drops`: drops at `limit`.
     pub band_drops: [u64; FQ_BANDS],
-    /// `latency`: EWMA (1/8) of how late throttled flows were released, ns.
-    pub unthrottle_latency_ns: u64,
 }
 
-/// The `fq` qdisc.
+/// The `fq` qdisc. The layout is chosen for the simulator's locality (every field keeps
+/// its meaning): with paced senders, each packet's enqueue and its dequeue at its departure
+/// time are separate visits to a qdisc that has gone cold in between, so the fields every
+/// packet reads come first, on consecutive cache lines (`repr(C)`, line-aligned), and the
+/// configuration and counters that `tc -s` alone reads come last.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub struct Fq {
-    p: FqParams,
-    hash_key: u32,
-    flows: Vec<Flow>,
-    free: Vec<u32>,
-    buckets: Vec<Vec<u32>>,
-    bands: [Band; FQ_BANDS],
-    band_nr: usize,
-    band_pkt_count: [u32; FQ_BANDS],
-    internal: TQueue,
-    internal_qlen: u32,
-    /// `q->delayed`: (time_next_packet, insertion order, flow).
-    delayed: BinaryHeap<Reverse<(u64, u64, u32)>>,
-    delayed_seq: u64,
+    // -- line 0: queue state read by every enqueue and dequeue
+    qlen: usize,
+    backlog: usize,
     time_next_delayed_flow: u64,
+    /// The flow `lookup()` found last, (socket key, flow), kept only while that flow is
+    /// alone in its hash bucket: then a lookup of the same key would find it first and
+    /// garbage-collect nothing, so the bucket need not be read (0: none; keys are never 0).
+    last: (u64, u32),
+    internal_qlen: u32,
     n_flows: u32,
     inactive_flows: u32,
     throttled_flows: u32,
-    qlen: usize,
-    backlog: usize,
-    st: FqStats,
+    band_nr: u32,
+    band_pkt_count: [u32; FQ_BANDS],
+    // -- line 1
+    flows: Vec<Flow>,
+    /// `q->delayed`: (time_next_packet, insertion order, flow).
+    delayed: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    internal: TQueue,
+    // -- lines 2-3: the parameters, per-packet ones first (FqParams is repr(C))
+    p: FqParams,
     c: Counters,
+    st: FqStats,
+    bands: [Band; FQ_BANDS],
+    delayed_seq: u64,
+    hash_key: u32,
+    free: Vec<u32>,
+    buckets: Vec<Vec<u32>>,
 }
 
 /// `hash_ptr()` / `hash_64()`: multiplicative hashing with `GOLDEN_RATIO_64`.
@@ -263,6 +281,7 @@ impl Fq {
             buckets: vec![Vec::new(); 1 << p.buckets_log],
             bands,
             band_nr: 0,
+            last: (0, 0),
             band_pkt_count: [0; FQ_BANDS],
             internal: TQueue::default(),
             internal_qlen: 0,
@@ -350,6 +369,18 @@ impl Fq {
     /// `fq_gc()` + the lookup of `fq_classify()`: the flow of socket key `key`, created
     /// with `initial_quantum` credit if new.
     fn lookup(&mut self, key: u64, now: u64) -> u32 {
+        if self.last.0 == key {
+            return self.last.1;
+        }
+        let (f, alone) = self.lookup_bucket(key, now);
+        self.last = if alone { (key, f) } else { (0, 0) };
+        f
+    }
+
+    /// [`Self::lookup`] through the hash bucket: (the flow, whether it is now alone in its
+    /// bucket). Buckets change nowhere else, so `last` stays exact until the next lookup
+    /// through a bucket.
+    fn lookup_bucket(&mut self, key: u64, now: u64) -> (u32, bool) {
         let b = hash_ptr(key, self.p.buckets_log);
         let mut found = None;
         let mut gc = 0;
@@ -374,7 +405,7 @@ impl Fq {
             i += 1;
         }
         if let Some(f) = found {
-            return f;
+            return (f, self.buckets[b].len() == 1);
         }
         let fl = Flow { key, q: TQueue::default(), qlen: 0, credit: self.p.initial_quantum as i64, band: 0, at: Where::Detached, age: now, time_next_packet: 0 };
         let f = match self.free.pop() {
@@ -390,7 +421,7 @@ impl Fq {
         self.buckets[b].push(f);
         self.n_flows += 1;
         self.inactive_flows += 1;
-        f
+        (f, self.buckets[b].len() == 1)
     }
 
     fn drop_pkt(&mut self, pkt: Pkt, dropped: &mut Vec<Pkt>) -> Verdict {
@@ -444,13 +475,14 @@ impl Fq {
     /// (new = true) to serve, or `None` when no band has an eligible flow.
     fn select(&mut self, retry: &mut usize) -> Option<(usize, bool)> {
         loop {
-            let pb = &self.bands[self.band_nr];
+            let nr = self.band_nr as usize;
+            let pb = &self.bands[nr];
             if pb.credit > 0 {
                 if !pb.new_flows.is_empty() {
-                    return Some((self.band_nr, true));
+                    return Some((nr, true));
                 }
                 if !pb.old_flows.is_empty() {
-                    return Some((self.band_nr, false));
+                    return Some((nr, false));
                 }
             }
             loop {
@@ -458,8 +490,8 @@ impl Fq {
                 if *retry > FQ_BANDS {
                     return None;
                 }
-                self.band_nr = (self.band_nr + 1) % FQ_BANDS;
-                let pb = &mut self.bands[self.band_nr];
+                self.band_nr = (self.band_nr + 1) % FQ_BANDS as u32;
+                let pb = &mut self.bands[self.band_nr as usize];
                 pb.credit = (pb.credit + pb.quantum).min(pb.quantum);
                 if pb.credit > 0 {
                     break;

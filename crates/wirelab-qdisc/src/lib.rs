@@ -242,6 +242,31 @@ pub trait Qdisc: Send {
     }
     /// Packets queued (`sch->q.qlen`), including in child qdiscs.
     fn qlen(&self) -> usize;
+    /// True if a `dequeue` now would return nothing and change nothing (an empty FIFO):
+    /// the driver may then skip the call. `false` (the default) is always correct; an AQM
+    /// or shaper whose empty dequeue updates state (CoDel leaves its dropping state) or that
+    /// holds packets keeps it.
+    fn idle_dequeue_is_noop(&self) -> bool {
+        false
+    }
+    /// `TCQ_F_CAN_BYPASS` (`__dev_xmit_skb()`): called with a packet for an idle
+    /// transmitter. A qdisc that is empty and would accept `pkt` and hand it straight back
+    /// from `dequeue` may instead account for it as exactly that (enqueue time, sent
+    /// counters; `pkt` stays the caller's) and return `true`; the driver then transmits
+    /// it. `false` (the default) takes the ordinary `enqueue` + `dequeue`.
+    fn bypass(&mut self, now: Instant, pkt: &mut Pkt) -> bool {
+        let _ = (now, pkt);
+        false
+    }
+    /// The qdisc releases a packet's socket memory when it takes the packet
+    /// (`skb_orphan_partial()` in `netem_enqueue()` when a delay, jitter or rate is set:
+    /// "orphaning usually takes place at TX completion time, so _before_ the link transit
+    /// delay"), so packets it holds do not count against TCP Small Queues. Only the root
+    /// qdisc is asked (docs/tcp.md). `false` by default: every other qdisc keeps the
+    /// socket's charge until the packet leaves the host.
+    fn orphans_on_enqueue(&self) -> bool {
+        false
+    }
     /// Bytes queued (`sch->qstats.backlog`).
     fn backlog_bytes(&self) -> usize;
     /// This qdisc's `tc -s qdisc` counters.

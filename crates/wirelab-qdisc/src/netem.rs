@@ -252,6 +252,11 @@ impl Qdisc for NetemQdisc {
         "netem"
     }
 
+    fn orphans_on_enqueue(&self) -> bool {
+        // netem_enqueue(): `if (q->latency || q->jitter || q->rate) skb_orphan_partial(skb);`
+        self.spec.delay > Duration::ZERO || self.spec.jitter > Duration::ZERO || self.rate.is_some()
+    }
+
     fn enqueue(&mut self, now: Instant, mut pkt: Pkt, dropped: &mut Vec<Pkt>) -> Verdict {
         pkt.meta.enqueued = now;
         // `if (unlikely(q->t_len >= sch->limit))`: checked before the random draws here

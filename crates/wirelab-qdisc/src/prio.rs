@@ -47,7 +47,11 @@ impl Qdisc for PfifoFast {
         }
         let band = DEFAULT_PRIOMAP[(skb_priority(&pkt) & TC_PRIO_MAX) as usize] as usize;
         self.backlog += pkt.len();
-        self.bands[band].push_back(pkt);
+        let q = &mut self.bands[band];
+        if q.is_empty() {
+            q.clear(); // restart the ring at its first (warm) slot, as in `LinkDirection::push`
+        }
+        q.push_back(pkt);
         Verdict::Queued
     }
     fn dequeue(&mut self, _now: Instant, _dropped: &mut Vec<Pkt>) -> Option<Pkt> {
@@ -65,6 +69,20 @@ impl Qdisc for PfifoFast {
     }
     fn qlen(&self) -> usize {
         self.qlen_total()
+    }
+    fn idle_dequeue_is_noop(&self) -> bool {
+        // every queued packet's bytes are in `backlog`, and no packet is empty (an IPv4
+        // header at least)
+        self.backlog == 0
+    }
+    fn bypass(&mut self, now: Instant, pkt: &mut Pkt) -> bool {
+        // empty, and a limit of 0 (`txqueuelen 0`) would refuse it
+        if self.backlog != 0 || self.limit == 0 {
+            return false;
+        }
+        pkt.meta.enqueued = now;
+        self.c.sent(pkt);
+        true
     }
     fn backlog_bytes(&self) -> usize {
         self.backlog

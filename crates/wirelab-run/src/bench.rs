@@ -26,6 +26,10 @@ pub struct BenchRow {
     pub rate: String,
     /// Simulated seconds.
     pub sim_seconds: f64,
+    /// Simulated seconds run before the measurement started (`--warmup`): the event,
+    /// packet, time and rate figures below are for the rest of the run; goodput, socket
+    /// memory and peak RSS are the whole run's.
+    pub warmup_seconds: f64,
     /// Wall seconds of the event loop (`Sim::run`), the median of the repetitions.
     pub wall_seconds: f64,
     /// CPU seconds this thread spent in the event loop (Linux `schedstat`; equals the wall
@@ -303,14 +307,22 @@ impl Default for BenchLoad {
 
 /// Runs one case `repeat` times; returns the run with the median CPU time (all
 /// repetitions simulate the same events).
-pub fn bench_case_repeated(n: u32, rate: &str, duration_s: f64, load: &BenchLoad, repeat: u32) -> Result<BenchRow, String> {
-    let mut rows = (0..repeat.max(1)).map(|_| bench_case(n, rate, duration_s, load)).collect::<Result<Vec<_>, _>>()?;
+pub fn bench_case_repeated(n: u32, rate: &str, duration_s: f64, warmup_s: f64, load: &BenchLoad, repeat: u32) -> Result<BenchRow, String> {
+    let mut rows = (0..repeat.max(1)).map(|_| bench_case_after(n, rate, duration_s, warmup_s, load)).collect::<Result<Vec<_>, _>>()?;
     rows.sort_by(|a, b| a.cpu_seconds.total_cmp(&b.cpu_seconds));
     Ok(rows.swap_remove(rows.len() / 2))
 }
 
 /// Runs one case.
 pub fn bench_case(n: u32, rate: &str, duration_s: f64, load: &BenchLoad) -> Result<BenchRow, String> {
+    bench_case_after(n, rate, duration_s, 0.0, load)
+}
+
+/// Runs one case and measures only its last `duration_s - warmup_s` simulated seconds:
+/// events, delivered packets and CPU time are counted from `warmup_s` on, so the figures
+/// are the steady state's, without the start-up (N handshakes, slow starts, send rings
+/// growing). `warmup_s = 0` measures the whole run.
+pub fn bench_case_after(n: u32, rate: &str, duration_s: f64, warmup_s: f64, load: &BenchLoad) -> Result<BenchRow, String> {
     let t0 = WallInstant::now();
     let text = if load.udp {
         dumbbell_toml(n, rate, duration_s)
@@ -322,6 +334,13 @@ pub fn bench_case(n: u32, rate: &str, duration_s: f64, load: &BenchLoad) -> Resu
     let built = sc.build(&BuildOptions::default()).map_err(|e| e.to_string())?;
     let mut sim = built.sim;
     let build_seconds = t0.elapsed().as_secs_f64();
+    let receivers: Vec<u32> = (0..(2 + 2 * n)).filter(|&i| sim.node_name(i).starts_with('d')).collect();
+    let (mut events0, mut delivered0) = (0, 0);
+    if warmup_s > 0.0 {
+        sim.run(Instant::ZERO + Duration::from_secs_f64(warmup_s), Duration::ZERO, &mut |_| {});
+        events0 = sim.run_counters().events;
+        delivered0 = receivers.iter().map(|&i| sim.node_counters(i).delivered).sum();
+    }
     let cpu0 = thread_cpu_seconds();
     let wall = WallInstant::now();
     sim.run(Instant::ZERO + built.duration, Duration::ZERO, &mut |_| {});
@@ -339,7 +358,9 @@ pub fn bench_case(n: u32, rate: &str, duration_s: f64, load: &BenchLoad) -> Resu
     }
     let r = sim.finish().map_err(|e| e.to_string())?;
     // packets delivered to the receiving hosts d0…dN-1 (data segments for TCP)
-    let delivered: u64 = r.nodes.iter().filter(|x| x.node.starts_with('d')).map(|x| x.counters.delivered).sum();
+    let delivered: u64 = r.nodes.iter().filter(|x| x.node.starts_with('d')).map(|x| x.counters.delivered).sum::<u64>() - delivered0;
+    let events = r.events - events0;
+    let measured_s = (r.sim_seconds - warmup_s).max(1e-9);
     let goodput: f64 = r.flows.iter().map(|f| f.rx_bytes as f64 * 8.0).sum::<f64>() / r.sim_seconds.max(1e-9);
     drop(sim);
     let teardown_seconds = t1.elapsed().as_secs_f64();
@@ -348,15 +369,16 @@ pub fn bench_case(n: u32, rate: &str, duration_s: f64, load: &BenchLoad) -> Resu
         rate: rate.to_string(),
         cc: if load.udp { "udp".into() } else { load.cc.clone() },
         sim_seconds: r.sim_seconds,
+        warmup_seconds: warmup_s,
         wall_seconds: w,
         cpu_seconds: cpu,
         build_seconds,
         teardown_seconds,
-        events: r.events,
+        events,
         delivered,
-        events_per_delivered: r.events as f64 / delivered.max(1) as f64,
-        events_per_s: r.events as f64 / w,
-        sim_per_wall: r.sim_seconds / w,
+        events_per_delivered: events as f64 / delivered.max(1) as f64,
+        events_per_s: events as f64 / w,
+        sim_per_wall: measured_s / w,
         delivered_pkts_per_s: delivered as f64 / w,
         ns_per_delivered: w * 1e9 / delivered.max(1) as f64,
         cpu_ns_per_delivered: cpu * 1e9 / delivered.max(1) as f64,
@@ -375,6 +397,8 @@ pub struct BenchOptions {
     pub rate: String,
     /// Simulated seconds per case.
     pub duration_s: f64,
+    /// Simulated seconds not measured at the start of each case (0: measure all).
+    pub warmup_s: f64,
     /// Transport, congestion control and bottleneck of the dumbbell.
     pub load: BenchLoad,
     /// Runs per case; the row with the median CPU time is reported.
@@ -427,7 +451,15 @@ pub fn bench(o: &BenchOptions) -> i32 {
         eprintln!("error: --duration {} must be a positive number of seconds", o.duration_s);
         return 2;
     }
+    if !(o.warmup_s >= 0.0 && o.warmup_s < o.duration_s) {
+        eprintln!("error: --warmup {} must be at least 0 and less than --duration {}", o.warmup_s, o.duration_s);
+        return 2;
+    }
     if o.mix {
+        if o.warmup_s > 0.0 {
+            eprintln!("error: --warmup applies to the dumbbell, not to --mix (its short flows all start and end within the run)");
+            return 2;
+        }
         return bench_mix(o);
     }
     if !o.load.udp {
@@ -437,9 +469,12 @@ pub fn bench(o: &BenchOptions) -> i32 {
         }
     }
     let mut rows = Vec::new();
+    if o.warmup_s > 0.0 {
+        println!("measured from {} s to {} s of each run (--warmup): events, packets and times below are that window's", o.warmup_s, o.duration_s);
+    }
     print_header();
     for &n in &o.flows {
-        match bench_case_repeated(n.max(1), &o.rate, o.duration_s, &o.load, o.repeat) {
+        match bench_case_repeated(n.max(1), &o.rate, o.duration_s, o.warmup_s, &o.load, o.repeat) {
             Ok(r) => {
                 print_row(&r);
                 rows.push(r);
@@ -506,6 +541,36 @@ mod test {
     use super::*;
 
     #[test]
+    fn warmup_measures_only_the_rest_of_the_run() {
+        let load = BenchLoad::default();
+        let all = bench_case(2, "10mbit", 4.0, &load).unwrap();
+        let warm = bench_case_after(2, "10mbit", 4.0, 2.0, &load).unwrap();
+        // the same run either way (deterministic), so the goodput over the whole run agrees
+        assert_eq!(all.goodput_bps, warm.goodput_bps);
+        assert_eq!(warm.warmup_seconds, 2.0);
+        // the last 2 s of two greedy flows on a full 10 Mbit/s link: 1514-byte frames at
+        // 825.6 per second, not the 4-s run's total
+        let rate = warm.delivered as f64 / 2.0;
+        assert!((rate - 825.6).abs() < 0.02 * 825.6, "{} packets in the last 2 s", warm.delivered);
+        assert!(warm.delivered < all.delivered && warm.events < all.events, "{warm:?} vs {all:?}");
+        // the steady state needs fewer events per packet than a run with its handshakes
+        assert!(warm.events_per_delivered <= all.events_per_delivered, "{warm:?} vs {all:?}");
+        let o = |warmup_s: f64, mix: bool| BenchOptions {
+            flows: vec![1],
+            rate: "10mbit".into(),
+            duration_s: 1.0,
+            warmup_s,
+            load: BenchLoad::default(),
+            repeat: 1,
+            mix,
+            json: None,
+        };
+        assert_eq!(bench(&o(1.0, false)), 2, "a warm-up as long as the run is refused");
+        assert_eq!(bench(&o(-0.5, false)), 2);
+        assert_eq!(bench(&o(0.5, true)), 2, "--mix has no warm-up");
+    }
+
+    #[test]
     fn default_bottleneck_is_a_bdp_pfifo_or_dctcp_red_at_k() {
         // 10 Mbit/s × 42 ms = 35 frames: pfifo at the 100-packet floor, K = 20 (the floor)
         assert_eq!(default_bottleneck_qdisc("10mbit", "cubic"), "pfifo limit 100");
@@ -533,6 +598,7 @@ mod test {
             flows: vec![1],
             rate: "10mbit".into(),
             duration_s: 1.0,
+            warmup_s: 0.0,
             load: BenchLoad { cc: "bbr3".into(), ..Default::default() },
             repeat: 1,
             mix: false,

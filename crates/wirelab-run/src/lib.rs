@@ -181,7 +181,9 @@ fn print_outcome(out: &Path, o: &RunOutcome) {
 /// `wirelab validate`: prints `FILE: ok (…)` or the error; with `show`, the network the
 /// scenario builds (nodes, interfaces, addresses, qdiscs, links, routes, apps).
 pub fn validate_command(scenario: &Path, set: &[String], show: bool) -> i32 {
-    let r = Scenario::load(scenario, set).and_then(|s| s.build(&BuildOptions::default()).map(|b| (s, b)));
+    // live: a scenario with `tun` nodes validates too (it is for `wirelab live`); building
+    // it creates no interface or namespace, the live driver does that
+    let r = Scenario::load(scenario, set).and_then(|s| s.build(&BuildOptions { live: true, ..Default::default() }).map(|b| (s, b)));
     match r {
         Ok((s, b)) => {
             println!("{}: ok ({} nodes, {} links, {} apps)", scenario.display(), s.doc.nodes.len(), s.doc.links.len(), s.doc.apps.len());

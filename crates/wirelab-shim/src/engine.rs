@@ -17,6 +17,10 @@ impl Engine for ShimStack {
     fn poll_timeout(&self) -> Option<Instant> {
         ShimStack::poll_timeout(self)
     }
+    fn tx_complete(&mut self, now: Instant, sk: u64, truesize: u32) -> bool {
+        // the shim's own segments are its TCP endpoint's (SCTP charges nothing)
+        self.tcp_mut().tx_complete(now, sk, truesize)
+    }
     fn poll_event(&mut self) -> Option<(SocketRef, SockEvent)> {
         loop {
             // shim sockets first; draining native events may queue more of them

@@ -46,6 +46,11 @@ pub struct NextHop {
 pub struct RouteTable {
     // (prefix length, network -> next hop), sorted by length descending
     by_len: Vec<(u8, NetMap)>,
+    /// The last `(destination, hop)` [`lookup_cached`](Self::lookup_cached) found: a host
+    /// sends to one or a few destinations, and with thousands of hosts the maps' lines
+    /// (the `by_len` buffer, control bytes, bucket) are cold at every packet. Cleared by
+    /// every [`add`](Self::add).
+    hit: Option<(u32, NextHop)>,
 }
 
 fn mask(len: u8) -> u32 {
@@ -59,6 +64,7 @@ fn mask(len: u8) -> u32 {
 impl RouteTable {
     /// Adds (or replaces) a route; returns true if it replaced an existing one.
     pub fn add(&mut self, net: Ipv4Addr, len: u8, hop: NextHop) -> bool {
+        self.hit = None;
         let key = u32::from(net) & mask(len);
         let pos = match self.by_len.iter().position(|(l, _)| *l == len) {
             Some(p) => p,
@@ -85,6 +91,20 @@ impl RouteTable {
             }
         }
         None
+    }
+    /// [`lookup`](Self::lookup) through a one-entry cache of the last destination found
+    /// (the same answer: routes only change through `add`, which clears it).
+    #[inline]
+    pub fn lookup_cached(&mut self, dst: Ipv4Addr) -> Option<NextHop> {
+        let d = u32::from(dst);
+        if let Some((k, h)) = self.hit {
+            if k == d {
+                return Some(h);
+            }
+        }
+        let h = self.lookup(dst)?;
+        self.hit = Some((d, h));
+        Some(h)
     }
     /// All routes as `(network, prefix length, next hop)`, sorted (deterministic).
     pub fn entries(&self) -> Vec<(Ipv4Addr, u8, NextHop)> {
@@ -117,5 +137,19 @@ mod test {
         let mut e = RouteTable::default();
         e.add(Ipv4Addr::new(10, 0, 0, 0), 8, NextHop { iface: 1, via: None });
         assert!(e.lookup(Ipv4Addr::new(11, 0, 0, 1)).is_none());
+    }
+    #[test]
+    fn cached_lookup_follows_new_routes() {
+        let mut t = RouteTable::default();
+        t.add(Ipv4Addr::new(0, 0, 0, 0), 0, NextHop { iface: 0, via: None });
+        let d = Ipv4Addr::new(10, 1, 2, 9);
+        assert_eq!(t.lookup_cached(d).unwrap().iface, 0);
+        assert_eq!(t.lookup_cached(d).unwrap().iface, 0);
+        // a more specific route added after the destination was cached wins at once
+        t.add(Ipv4Addr::new(10, 1, 2, 0), 24, NextHop { iface: 2, via: None });
+        assert_eq!(t.lookup_cached(d).unwrap().iface, 2);
+        assert_eq!(t.lookup_cached(Ipv4Addr::new(10, 1, 3, 9)).unwrap().iface, 0);
+        assert_eq!(t.lookup_cached(d).unwrap().iface, 2);
+        assert!(RouteTable::default().lookup_cached(d).is_none());
     }
 }

@@ -48,13 +48,17 @@ impl IfAddr {
     }
 }
 
+/// `repr(C, align(64))`: what every packet through the interface reads (qdisc, link
+/// direction, capture and probe flags, address) in its first cache line, the names after;
+/// with thousands of hosts each visit to an interface is cold, so lines touched are misses.
+#[repr(C, align(64))]
 pub(crate) struct Iface {
-    pub name: String,
-    pub addr: IfAddr,
-    pub out: u32,
     pub qdisc: Box<dyn Qdisc>,
-    pub capture: Option<u32>,
+    pub out: u32,
     pub probe: bool,
+    pub capture: Option<u32>,
+    pub addr: IfAddr,
+    pub name: String,
     pub dev: String,
 }
 
@@ -77,14 +81,27 @@ pub struct NodeCounters {
     pub bad_packets: u64,
 }
 
+/// `repr(C, align(64))`, hot fields first: receiving a packet reads the first cache line
+/// only (interfaces, stack, the local-address hit, flags, counters), sending one that line
+/// and the route cache in the second; names, maps and sorted lists follow. With thousands
+/// of hosts every visit to a node is cold (Rust's own order spread these over four lines).
+#[repr(C, align(64))]
 pub(crate) struct Node {
-    pub name: String,
-    pub router: bool,
     pub ifaces: Vec<Iface>,
-    pub routes: RouteTable,
+    /// TCP/SCTP endpoints, created on first use.
+    pub stack: Option<Box<HostStack>>,
+    /// The last destination found in `local_sorted` (addresses are never removed): a
+    /// host's packets are all for one address, and the sorted list is one more cold line.
+    local_hit: Option<u32>,
     pub ip_ident: u16,
-    pub udp_ports: HashMap<u16, u32>,
+    pub router: bool,
+    /// A node outside the simulation (a live driver's TUN interface): packets arriving at
+    /// it are handed to the driver ([`Sim::drain_external`]) instead of being processed.
+    pub external: bool,
     pub counters: NodeCounters,
+    pub routes: RouteTable,
+    pub name: String,
+    pub udp_ports: HashMap<u16, u32>,
     /// Interface addresses in interface order (SCTP binds all of them).
     pub addrs: Vec<Ipv4Addr>,
     /// The same, sorted: "is this packet for me" per received packet is a binary search
@@ -96,11 +113,21 @@ pub(crate) struct Node {
     /// Transport configuration used when the stack is created (boxed: read once per host,
     /// it would otherwise spread the fields every packet touches over 1 kB).
     pub stack_cfg: Box<StackConfig>,
-    /// TCP/SCTP endpoints, created on first use.
-    pub stack: Option<Box<HostStack>>,
-    /// A node outside the simulation (a live driver's TUN interface): packets arriving at
-    /// it are handed to the driver ([`Sim::drain_external`]) instead of being processed.
-    pub external: bool,
+}
+
+impl Node {
+    /// Whether `a` is one of the node's addresses.
+    #[inline]
+    fn is_local(&mut self, a: u32) -> bool {
+        if self.local_hit == Some(a) {
+            return true;
+        }
+        let local = self.local_sorted.binary_search(&a).is_ok();
+        if local {
+            self.local_hit = Some(a);
+        }
+        local
+    }
 }
 
 /// `repr(C)`: the fields every event of the direction reads first, then the link (whose
@@ -108,6 +135,15 @@ pub(crate) struct Node {
 #[repr(C)]
 pub(crate) struct LinkDir {
     pub scheduled: Option<Instant>,
+    /// The time of a superseded entry of this direction that is still queued (the latest
+    /// one; `None` if unknown or fired), see `schedule_dir`.
+    pub superseded: Option<Instant>,
+    /// No scheduled change (up/down, netem spec) targets this direction.
+    pub fixed: bool,
+    /// The datagram being serialised belongs to a local socket that charged it (TCP
+    /// Small Queues): its (`sk`, truesize), released when the transmitter is free again
+    /// (`tcp_wfree()` at TX completion), at the event the link has then anyway.
+    pub tsq_pending: Option<(u64, u32)>,
     pub from: (NodeId, u32),
     pub to: (NodeId, u32),
     pub l2_len: u16,
@@ -176,12 +212,20 @@ pub struct Sim {
     ev_scratch: Vec<(u32, AppInput)>,
     /// A datagram with a by-reference tail, made whole for a capture or a receiving stack.
     whole: Vec<u8>,
+    /// Joins a segment's headers and its by-reference pattern tail for a receiving stack.
+    joiner: wirelab_core::pattern::Joiner,
     /// Packets that arrived at external nodes, for the live driver to write out.
     external_out: Vec<(NodeId, Vec<u8>)>,
     /// Resource guard called every `mask + 1` events (see [`Sim::set_watch`]).
     watch: Option<(u64, Watch)>,
     /// Why the run stopped early, if a watch stopped it.
     pub(crate) stopped: Option<String>,
+    /// The TCP configuration of the last host stack created, shared by the next host
+    /// stacks whose configuration is equal.
+    tcp_cfg_shared: Option<std::sync::Arc<wirelab_tcp::TcpConfig>>,
+    /// Skip duplicate `Link` entries (see `schedule_dir`); off only to test that skipping
+    /// them changes nothing but the event count.
+    skip_duplicates: bool,
 }
 
 /// A check the run loop calls every few thousand events with (now, events so far);
@@ -224,9 +268,12 @@ impl Sim {
             pool: Vec::new(),
             ev_scratch: Vec::new(),
             whole: Vec::new(),
+            joiner: Default::default(),
             external_out: Vec::new(),
             watch: None,
             stopped: None,
+            tcp_cfg_shared: None,
+            skip_duplicates: true,
         }
     }
 
@@ -236,6 +283,13 @@ impl Sim {
     /// reason. The recorded results up to there are intact.
     pub fn set_watch(&mut self, every: u64, w: Watch) {
         self.watch = Some((every.max(1).next_power_of_two() - 1, w));
+    }
+
+    /// Turns off the skipping of duplicate link-direction entries (on by default): for
+    /// tests that show it changes nothing but [`RunCounters::events`].
+    #[doc(hidden)]
+    pub fn set_skip_duplicate_link_entries(&mut self, on: bool) {
+        self.skip_duplicates = on;
     }
 
     /// Why the run stopped before `until`, if a watch stopped it.
@@ -268,6 +322,7 @@ impl Sim {
             counters: NodeCounters::default(),
             addrs: Vec::new(),
             local_sorted: Vec::new(),
+            local_hit: None,
             iface_ix: HashMap::new(),
             stack_cfg: Box::default(),
             stack: None,
@@ -333,6 +388,9 @@ impl Sim {
             from: (a.0, ia),
             to: (b.0, ib),
             scheduled: None,
+            superseded: None,
+            fixed: true,
+            tsq_pending: None,
             l2_len,
         });
         self.dirs.push(LinkDir {
@@ -341,6 +399,9 @@ impl Sim {
             from: (b.0, ib),
             to: (a.0, ia),
             scheduled: None,
+            superseded: None,
+            fixed: true,
+            tsq_pending: None,
             l2_len,
         });
         for (n, nm, addr, q, out) in [(a.0, a.1, a.2, a.3, dab), (b.0, b.1, b.2, b.3, dba)] {
@@ -521,8 +582,11 @@ impl Sim {
                 self.arm_app(i as u32, t);
             }
         }
-        for (i, (t, _)) in self.changes.iter().enumerate() {
+        for (i, (t, c)) in self.changes.iter().enumerate() {
             self.events.push(*t, Event::Change(i as u32));
+            if let Change::SetUp { dir, .. } | Change::SetSpec { dir, .. } = c {
+                self.dirs[*dir as usize].fixed = false;
+            }
         }
         self.events.push(Instant::ZERO, Event::Sample);
     }
@@ -708,6 +772,16 @@ impl Sim {
         self.nodes[n as usize].stack.as_deref()
     }
 
+    /// Run-level counters so far (a bench reads them between two [`Sim::run`] calls).
+    pub fn run_counters(&self) -> RunCounters {
+        self.counters
+    }
+
+    /// Node `n`'s drop and delivery counters so far.
+    pub fn node_counters(&self, n: NodeId) -> NodeCounters {
+        self.nodes[n as usize].counters
+    }
+
     fn ensure_stack(&mut self, n: NodeId) {
         let seed = self.seed;
         let node = &mut self.nodes[n as usize];
@@ -718,9 +792,22 @@ impl Sim {
             // SCTP picks each path's source address by route lookup, as Linux does
             sctp_cfg.source_routes = node.routes.entries().into_iter().map(|(net, len, hop)| (net, len, node.ifaces[hop.iface as usize].addr.addr)).collect();
             sctp_cfg.host_addrs = node.ifaces.iter().map(|f| f.addr.addr).collect();
-            let mut tcp = wirelab_tcp::TcpEndpoint::new(tcp_cfg, Rng::stream(seed, &format!("node/{}/tcp", node.name)));
+            // hosts with equal TCP configurations share one copy (read at every segment;
+            // one per host was a cold ~300-byte copy at every segment with thousands of hosts)
+            let tcp_cfg = match &self.tcp_cfg_shared {
+                Some(c) if **c == tcp_cfg => c.clone(),
+                _ => {
+                    let c = std::sync::Arc::new(tcp_cfg);
+                    self.tcp_cfg_shared = Some(c.clone());
+                    c
+                }
+            };
+            let mut tcp = wirelab_tcp::TcpEndpoint::new_shared(tcp_cfg, Rng::stream(seed, &format!("node/{}/tcp", node.name)));
             // bulk payload travels by reference (Pkt::tail); captures and receivers see it
             tcp.set_lazy_payload(true);
+            // TCP Small Queues: this driver reports when each datagram leaves the host
+            // (tsq_release: end of serialisation, a drop, or a delaying netem)
+            tcp.set_tx_completions(true);
             // SK_PACING_FQ: Linux's fq_classify() marks each socket whose packets reach an
             // fq with pacing on; here a host whose every egress leads into such an fq
             // (see fq_paces) has all its TCP sockets marked, from their creation
@@ -882,8 +969,12 @@ impl Sim {
     /// Wraps a transport segment (after `HEADROOM`) in an IPv4 header and routes it.
     fn send_ip(&mut self, n: NodeId, t: Transmit, mut buf: Vec<u8>) {
         let node = &mut self.nodes[n as usize];
-        let Some(hop) = node.routes.lookup(t.dst) else {
+        let Some(hop) = node.routes.lookup_cached(t.dst) else {
             node.counters.no_route += 1;
+            if t.tsq != 0 {
+                // ip_queue_xmit() fails: the skb is freed (tcp_wfree())
+                self.tsq_release(n, t.sk, wirelab_core::tsq::truesize(buf.len() + t.tail.len(), t.tsq));
+            }
             self.recycle(buf);
             return;
         };
@@ -899,11 +990,14 @@ impl Sim {
             dont_frag: t.dont_frag,
         };
         ip.emit(&mut buf);
-        let mut pkt = self.new_pkt(buf, t.tail);
+        // the same tail bytes from the pattern's first lines (hot in L1) rather than from
+        // wherever in its 64 kB the segment's stream offset fell
+        let mut pkt = self.new_pkt(buf, wirelab_core::pattern::canonical(t.tail));
         // scheduling metadata for qdiscs such as fq (skb->sk, skb->tstamp, sk_pacing_rate)
         pkt.meta.sk = if t.sk != 0 { t.sk } else { socket_key(&t, &pkt.data[HEADROOM..]) };
         pkt.meta.txtime = t.txtime;
         pkt.meta.pacing_rate = t.pacing_rate;
+        pkt.meta.tsq = t.tsq;
         self.enqueue(n, hop.iface, pkt);
     }
 
@@ -954,9 +1048,27 @@ impl Sim {
         let dir = ifc.out;
         pkt.meta.l2_len = self.dirs[dir as usize].l2_len;
         pkt.meta.iface = iface;
+        let probe = ifc.probe;
+        // TCQ_F_CAN_BYPASS: an empty work-conserving qdisc in front of an idle transmitter
+        // hands the packet straight over (__dev_xmit_skb -> sch_direct_xmit), counting it
+        // as sent; the same as the enqueue and dequeue below, minus their queue operations
+        if !probe && self.dirs[dir as usize].link.is_idle(now) && ifc.qdisc.bypass(now, &mut pkt) {
+            if let Some(c) = ifc.capture {
+                self.rec.capture(c, now, iface, CaptureDir::Out, whole(&mut self.whole, &pkt));
+            }
+            self.transmit(dir, pkt);
+            self.schedule_dir(dir);
+            return;
+        }
+        if pkt.meta.tsq != 0 && ifc.qdisc.orphans_on_enqueue() {
+            // netem_enqueue() → skb_orphan_partial(): the socket's charge ends here
+            let (sk, truesize) = (pkt.meta.sk, wirelab_core::tsq::truesize(pkt.ip_len(), pkt.meta.tsq));
+            pkt.meta.tsq = 0;
+            self.tsq_release(n, sk, truesize);
+            return self.enqueue(n, iface, pkt);
+        }
         let id = pkt.meta.id;
         let len = pkt.len();
-        let probe = ifc.probe;
         let mut drops = std::mem::take(&mut self.drops);
         let flow = if probe { ProbeRecord::flow_of(&pkt) } else { Default::default() };
         let verdict = ifc.qdisc.enqueue(now, pkt, &mut drops);
@@ -972,6 +1084,10 @@ impl Sim {
         let _ = verdict;
         for p in drops.drain(..) {
             self.rec.drop_hash(now, p.meta.id);
+            if p.meta.tsq != 0 {
+                // a local socket's packet dropped in its own host: freed (tcp_wfree())
+                self.tsq_release(n, p.meta.sk, wirelab_core::tsq::truesize(p.ip_len(), p.meta.tsq));
+            }
             if self.pool.len() < POOL_MAX {
                 self.pool.push(p.data);
             }
@@ -997,18 +1113,71 @@ impl Sim {
                     self.rec.probe(ProbeRecord::new(now, &ifc.dev, ProbeEvent::Dequeue, p.meta.id, p.len(), ifc.qdisc.as_ref(), now.saturating_since(p.meta.enqueued).as_nanos(), ProbeRecord::flow_of(p)));
                 }
             }
+            let capture = ifc.capture;
             for p in drops.drain(..) {
                 self.rec.drop_hash(now, p.meta.id);
+                if p.meta.tsq != 0 {
+                    self.tsq_release(fnode, p.meta.sk, wirelab_core::tsq::truesize(p.ip_len(), p.meta.tsq));
+                }
             }
             self.drops = drops;
             if let Some(pkt) = pkt {
-                if let Some(c) = ifc.capture {
+                if let Some(c) = capture {
                     self.rec.capture(c, now, fif, CaptureDir::Out, whole(&mut self.whole, &pkt));
                 }
-                self.dirs[d as usize].link.transmit(now, pkt);
+                self.transmit(d, pkt);
             }
         }
         self.schedule_dir(d);
+    }
+
+    /// Puts `pkt` on the wire of direction `d` (its transmitter is idle). A packet a
+    /// local socket charged (TCP Small Queues) is released when its serialisation ends:
+    /// now if the link has no rate, else at the direction's event at `tx_end`.
+    #[inline]
+    fn transmit(&mut self, d: u32, mut pkt: Pkt) {
+        let now = self.now;
+        let charged = pkt.meta.tsq;
+        if charged == 0 {
+            self.dirs[d as usize].link.transmit(now, pkt);
+            return;
+        }
+        pkt.meta.tsq = 0;
+        let sk = pkt.meta.sk;
+        let truesize = wirelab_core::tsq::truesize(pkt.ip_len(), charged);
+        self.tsq_flush(d);
+        let r = self.dirs[d as usize].link.transmit(now, pkt);
+        if r.tx_end <= now {
+            let n = self.dirs[d as usize].from.0;
+            self.tsq_release(n, sk, truesize);
+        } else {
+            self.dirs[d as usize].tsq_pending = Some((sk, truesize));
+        }
+    }
+
+    /// Releases the charged packet direction `d` finished serialising, if any.
+    #[inline]
+    fn tsq_flush(&mut self, d: u32) {
+        let dir = &mut self.dirs[d as usize];
+        if let Some((sk, truesize)) = dir.tsq_pending {
+            if dir.link.busy_until() <= self.now {
+                dir.tsq_pending = None;
+                let n = dir.from.0;
+                self.tsq_release(n, sk, truesize);
+            }
+        }
+    }
+
+    /// `tcp_wfree()`: tells node `n`'s stack that `truesize` bytes of socket `sk` left
+    /// the host; a socket TSQ throttled runs its write path at once, from a stack event
+    /// at `now` (the TSQ tasklet, `tcp_tsq_handler()`), so no engine is re-entered.
+    fn tsq_release(&mut self, n: NodeId, sk: u64, truesize: u32) {
+        let now = self.now;
+        let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() else { return };
+        if stack.engine().tx_complete(now, sk, truesize) && stack.scheduled != Some(now) {
+            stack.scheduled = Some(now);
+            self.events.push(now, Event::Stack(n));
+        }
     }
 
     fn schedule_dir(&mut self, d: u32) {
@@ -1028,6 +1197,25 @@ impl Sim {
             let t = t.max(now);
             let dir = &mut self.dirs[d as usize];
             if dir.scheduled.is_none_or(|s| t < s || s < now) {
+                if dir.scheduled.is_none() && dir.superseded == Some(t) && dir.fixed && dir.link.arrives_later() && self.skip_duplicates {
+                    // An entry superseded earlier is still queued for exactly `t` (typically
+                    // the arrival that a transmission's end pre-empted). It fires before
+                    // a new entry for `t` would and, as the live entry, does what that one
+                    // would; the new one would then find nothing (all arrivals due at `t`
+                    // delivered, none can arrive at its own instant, and the FIFO in front —
+                    // checked below — never holds a packet while the transmitter idles).
+                    // So no duplicate is pushed: one event fewer, no other change.
+                    let (fnode, fif) = dir.from;
+                    if self.nodes[fnode as usize].ifaces[fif as usize].qdisc.idle_dequeue_is_noop() {
+                        dir.scheduled = Some(t);
+                        dir.superseded = None;
+                        return;
+                    }
+                }
+                if let Some(s) = dir.scheduled.filter(|&s| s >= now) {
+                    // the entry for `s` stays queued
+                    dir.superseded = Some(s);
+                }
                 dir.scheduled = Some(t);
                 self.events.push(t, Event::Link(d));
             }
@@ -1036,8 +1224,36 @@ impl Sim {
 
     fn on_link(&mut self, d: u32) {
         let now = self.now;
-        if self.dirs[d as usize].scheduled == Some(now) {
-            self.dirs[d as usize].scheduled = None;
+        if self.dirs[d as usize].tsq_pending.is_some() {
+            self.tsq_flush(d);
+        }
+        let dir = &mut self.dirs[d as usize];
+        let due = dir.scheduled == Some(now);
+        if due {
+            dir.scheduled = None;
+        }
+        if dir.superseded == Some(now) {
+            dir.superseded = None;
+        }
+        if dir.link.next_arrival().is_none_or(|a| a > now) {
+            // Nothing arrives: the entry marks the end of a transmission or was superseded.
+            // Half of all events at 20 flows @ 1 Gbit/s; when the transmitter has nothing to
+            // pull (still busy, or an empty FIFO) they do exactly what the full path below
+            // does without its arrivals, dequeue, probes and drops: note the time and
+            // schedule the next wake-up. (Removing these entries altogether would change
+            // the sequence numbers, and so the order, of events due at equal times.)
+            let (fnode, fif) = dir.from;
+            if !dir.link.is_idle(now) || self.nodes[fnode as usize].ifaces[fif as usize].qdisc.idle_dequeue_is_noop() {
+                dir.link.handle_timeout(now);
+                // A superseded entry (`scheduled` is not now) needs no rescheduling:
+                // `scheduled` is the direction's live entry, no later than anything pending
+                // (every change to what is pending goes through `schedule_dir`), or `None`
+                // when nothing is pending, so `schedule_dir` would push nothing.
+                if due {
+                    self.schedule_dir(d);
+                }
+                return;
+            }
         }
         while let Some(pkt) = self.dirs[d as usize].link.poll_arrival(now) {
             let (n, i) = self.dirs[d as usize].to;
@@ -1077,7 +1293,7 @@ impl Sim {
             return;
         }
         let dst = ipp.dst_addr();
-        let local = node.local_sorted.binary_search(&u32::from(dst)).is_ok();
+        let local = node.is_local(u32::from(dst));
         if local {
             node.counters.delivered += 1;
             self.deliver_local(n, pkt);
@@ -1091,7 +1307,7 @@ impl Sim {
             node.counters.ttl_expired += 1;
             return;
         }
-        let Some(hop) = node.routes.lookup(dst) else {
+        let Some(hop) = node.routes.lookup_cached(dst) else {
             node.counters.no_route += 1;
             return;
         };
@@ -1198,16 +1414,22 @@ impl Sim {
         if let Some(stack) = self.nodes[n as usize].stack.as_deref_mut() {
             let ipp = Ipv4Packet::new_unchecked(&pkt.data[..]);
             let (proto, tos) = (ipp.protocol(), ipp.tos());
-            // a by-reference tail is copied from its (cached) source next to the headers:
-            // the engine sees the whole segment
+            // the engine sees the whole segment: the headers are written in front of the
+            // same pattern bytes as the by-reference tail (a copy of ~50 bytes, not ~1 500),
+            // or else the tail is copied next to the headers
             let payload = if pkt.tail.is_empty() {
                 ipp.payload()
             } else {
                 let hl = ipp.header_len() as usize;
-                self.whole.clear();
-                self.whole.extend_from_slice(&pkt.data[hl..]);
-                self.whole.extend_from_slice(pkt.tail);
-                &self.whole[..]
+                match self.joiner.join(&pkt.data[hl..], pkt.tail) {
+                    Some(s) => s,
+                    None => {
+                        self.whole.clear();
+                        self.whole.extend_from_slice(&pkt.data[hl..]);
+                        self.whole.extend_from_slice(pkt.tail);
+                        &self.whole[..]
+                    }
+                }
             };
             // checksum offload: only corrupted packets are verified (PktMeta::corrupted)
             let verify = pkt.meta.corrupted || self.verify_checksums;
@@ -1276,16 +1498,10 @@ pub(crate) fn fq_paces(q: &dyn Qdisc) -> bool {
 }
 
 /// A non-zero socket key for a segment whose engine named no socket: the connection's
-/// 5-tuple, mixed (splitmix64), so each TCP/SCTP connection is one `fq` flow as its socket
-/// would be. `seg` is the transport header onwards.
+/// 5-tuple mixed ([`wirelab_core::socket_key`], the key the TCP engine gives its own
+/// sockets), so each TCP/SCTP connection is one `fq` flow as its socket would be. `seg`
+/// is the transport header onwards.
 fn socket_key(t: &Transmit, seg: &[u8]) -> u64 {
-    let ports = match (t.proto, seg.get(..4)) {
-        (6 | 17 | 132, Some(p)) => u32::from_be_bytes([p[0], p[1], p[2], p[3]]) as u64,
-        _ => 0,
-    };
-    let mut x = (u64::from(u32::from(t.src)) << 32 | u64::from(u32::from(t.dst))) ^ (ports << 8 | t.proto as u64).rotate_left(29);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^= x >> 31;
-    x.max(1)
+    let ports = seg.get(..4).map_or(0, |p| u32::from_be_bytes([p[0], p[1], p[2], p[3]]));
+    wirelab_core::socket_key(t.proto, t.src, t.dst, ports)
 }

@@ -83,12 +83,16 @@ pub trait Transports: Engine {
 
 /// Plain TCP and SCTP endpoints side by side: TCP segments go to TCP, everything else to
 /// SCTP; TCP transmits first. The common case and the hot path.
+///
+/// `repr(C, align(64))`: `sctp_used`, read by every poll, in the TCP endpoint's first
+/// line (Rust's own order put it after the SCTP endpoint, a line of its own).
+#[repr(C, align(64))]
 pub struct DualStack {
-    tcp: TcpEndpoint,
     /// The SCTP endpoint has been handed a packet or a socket call: until then it has
     /// nothing to send, no timer and no event, and the per-packet polls skip it (with
     /// thousands of TCP-only hosts its state would be one more cold cache line each time).
     sctp_used: bool,
+    tcp: TcpEndpoint,
     sctp: SctpEndpoint,
 }
 
@@ -125,6 +129,10 @@ impl Engine for DualStack {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+    fn tx_complete(&mut self, now: Instant, sk: u64, truesize: u32) -> bool {
+        // only TCP charges its datagrams (TCP Small Queues)
+        self.tcp.tx_complete(now, sk, truesize)
     }
     fn poll_event(&mut self) -> Option<(SocketRef, SockEvent)> {
         match Engine::poll_event(&mut self.tcp) {
@@ -255,21 +263,26 @@ impl Transports for ShimStack {
 }
 
 /// A host's transports, the socket-ownership table, and receiver-side rate control.
+///
+/// `repr(C, align(64))`: what every visit reads (engines, pending entry, the rate-class
+/// check) in the first cache line, the owner tables next (Rust's own order spread them
+/// over four lines, each cold per visit with thousands of hosts).
+#[repr(C, align(64))]
 pub struct HostStack {
     engines: Box<dyn Transports>,
+    /// Time of this stack's pending `Event::Stack` entry.
+    pub(crate) scheduled: Option<Instant>,
+    /// Rate-controlled sockets waiting for their qdisc class (`net.ipv4.cbq_class` set).
+    pub(crate) rate_class_pending: Vec<wirelab_tcp::SocketId>,
     /// Owning app per stream socket, then per SCTP socket.
     tcp_owner: Vec<u32>,
     sctp_owner: Vec<u32>,
-    /// Time of this stack's pending `Event::Stack` entry.
-    pub(crate) scheduled: Option<Instant>,
     /// Receiver-side rate control (seed 003), when the node sets `net.ipv4.rate_*`.
     pub rate: Option<wirelab_ratectl::RateConfig>,
     /// Rate probes of the controlled TCP sockets, in creation order.
     pub rate_probes: Vec<(wirelab_tcp::SocketId, wirelab_ratectl::RateProbe)>,
     /// UDP rate policies by local port.
     pub udp_rate: std::collections::BTreeMap<u16, wirelab_ratectl::UdpRatePolicy>,
-    /// Rate-controlled sockets waiting for their qdisc class (`net.ipv4.cbq_class` set).
-    pub(crate) rate_class_pending: Vec<wirelab_tcp::SocketId>,
 }
 
 impl HostStack {

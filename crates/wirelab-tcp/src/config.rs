@@ -19,6 +19,23 @@ pub enum RcvSpaceStyle {
     Modern,
 }
 
+/// Which era's TCP Small Queues (`conn/tsq.rs`) limits what a socket keeps in its host's
+/// qdiscs and device (`sk_wmem_alloc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TsqModel {
+    /// No TSQ (before Linux 3.6; FreeBSD).
+    Off,
+    /// 3.6 to 3.x (`tcp_write_xmit()`): limit = max(`tcp_limit_output_bytes`,
+    /// `sk_pacing_rate >> 10`); retransmissions are not checked.
+    Linux3,
+    /// 4.x (`tcp_small_queue_check()`): limit = min(max(2·truesize, `sk_pacing_rate >>
+    /// 10`), `tcp_limit_output_bytes`), doubled for retransmissions.
+    Linux4,
+    /// 6.7 and later: as 4.x, and a socket with at most one skb in its retransmit queue
+    /// always sends (`tcp_rtx_queue_empty_or_single_skb()`).
+    Linux6,
+}
+
 /// Redundant data bundling (RDB) variant: `net.ipv4.tcp_rdb` / [`crate::SockOpt::Rdb`].
 ///
 /// `tcp_rdb = 1` is the value of the 2015 patch's boolean sysctl; `2` is a wirelab
@@ -184,6 +201,25 @@ pub struct TcpConfig {
     /// `tcp_reordering`, any forward progress (a new SACK too) may raise cwnd; otherwise
     /// only a cumulative ACK of new data. Off in the older profiles (not claimed there).
     pub raise_cwnd_on_reordering: bool,
+    /// The tail loss probe as Linux 6.x has it (checked against 6.18 with packetdrill,
+    /// `own/tlp-*.pkt`): at most one probe per flight, new data included, while
+    /// `tp->tlp_high_seq` is set (5.8+ `tcp_send_loss_probe()`: "At most one outstanding
+    /// TLP"); a retransmitted probe goes through `__tcp_retransmit_skb()`, so it is not
+    /// counted in `retrans_out` (`tcpi_retrans`) nor marked `TCPCB_SACKED_RETRANS`, only
+    /// `TCPCB_EVER_RETRANS`; and `tcp_schedule_loss_probe()` arms the probe although
+    /// unsent data waits with cwnd room left (held by the receive window), where 3.x/4.x
+    /// required the flow to be cwnd- or application-limited. Off in the older RACK
+    /// profile (`linux-4.6`: the earlier model, not checked against a kernel).
+    pub tlp_6: bool,
+    /// D-SACK handling as Linux 6.x has it (`tcp_dsack_seen()` of 5.14+, checked against
+    /// 6.18: `own/dsack-counts-delivered.pkt`): a D-SACK counts its duplicate segments as
+    /// delivered (`state->sack_delivered`), is ignored when it reports more duplicates
+    /// than were retransmitted (`dsack_dups > total_retrans`) or spans more than the
+    /// largest window, widens RACK's reordering window only after reordering was seen and
+    /// not for a loss probe's duplicate (`FLAG_DSACK_TLP`), and only that duplicate ends a
+    /// TLP episode without a cwnd reduction (`tcp_process_tlp_ack()`). Off in the older
+    /// profiles (their D-SACK model: every D-SACK widens RACK's window, none is delivered).
+    pub dsack_6: bool,
     /// `net.ipv4.tcp_no_metrics_save`. wirelab never caches per-destination metrics, i.e.
     /// always behaves as if this were 1; 0 is accepted and documented as a deviation.
     pub tcp_no_metrics_save: bool,
@@ -284,6 +320,11 @@ pub struct TcpConfig {
     pub tcp_pacing_ss_ratio: u32,
     /// `net.ipv4.tcp_pacing_ca_ratio` (%, 120): the same in congestion avoidance.
     pub tcp_pacing_ca_ratio: u32,
+    /// TCP Small Queues as in this era (profile property).
+    pub tsq: TsqModel,
+    /// `net.ipv4.tcp_limit_output_bytes`: TSQ's cap on a socket's bytes (truesize) in
+    /// its host's qdiscs and device (4 MiB in 6.18, 256 KiB in 4.x, 128 KiB in 3.x).
+    pub tcp_limit_output_bytes: u32,
 }
 
 /// All profile names.
@@ -375,6 +416,8 @@ impl TcpConfig {
             tso: true,
             idle_check_at_write: true,
             raise_cwnd_on_reordering: true,
+            tlp_6: true,
+            dsack_6: true,
             tcp_min_tso_segs: 2,
             tcp_tso_win_divisor: 3,
             cubic: CubicParams::default(),
@@ -384,6 +427,8 @@ impl TcpConfig {
             tcp_ecn_fallback: true,
             tcp_pacing_ss_ratio: 200,
             tcp_pacing_ca_ratio: 120,
+            tsq: TsqModel::Linux6,
+            tcp_limit_output_bytes: 4 << 20,
         }
     }
 
@@ -396,9 +441,13 @@ impl TcpConfig {
             "linux-6" | "default" => {}
             "linux-4.6" => {
                 c.profile = "linux-4.6";
+                c.tsq = TsqModel::Linux4;
+                c.tcp_limit_output_bytes = 262_144;
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
+                c.tlp_6 = false;
+                c.dsack_6 = false;
                 c.rcv_space_style = RcvSpaceStyle::Steps;
                 c.tcp_rmem = [4096, 87380, 6291456];
                 c.hz = 250;
@@ -407,9 +456,13 @@ impl TcpConfig {
             }
             "linux-3.14" => {
                 c.profile = "linux-3.14";
+                c.tsq = TsqModel::Linux3;
+                c.tcp_limit_output_bytes = 131_072;
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
+                c.tlp_6 = false;
+                c.dsack_6 = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 c.tcp_rmem = [4096, 87380, 6291456];
                 c.hz = 250;
@@ -419,9 +472,12 @@ impl TcpConfig {
             }
             "linux-2.6.37" => {
                 c.profile = "linux-2.6.37";
+                c.tsq = TsqModel::Off; // TSQ came with Linux 3.6
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
+                c.tlp_6 = false;
+                c.dsack_6 = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 c.tcp_rmem = [4096, 87380, 4194304];
                 c.tcp_wmem = [4096, 16384, 4194304];
@@ -439,9 +495,12 @@ impl TcpConfig {
             }
             "linux-2.2" => {
                 c.profile = "linux-2.2";
+                c.tsq = TsqModel::Off; // TSQ came with Linux 3.6
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
+                c.tlp_6 = false;
+                c.dsack_6 = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 // 2.2 had no tcp_rmem/tcp_wmem; net.core.{r,w}mem_default was 64 KiB.
                 c.tcp_rmem = [4096, 65535, 65535];
@@ -469,9 +528,12 @@ impl TcpConfig {
             "freebsd-4.10" => {
                 // Approximation: Linux machinery with FreeBSD 4.x defaults (docs/tcp.md).
                 c.profile = "freebsd-4.10";
+                c.tsq = TsqModel::Off; // TSQ came with Linux 3.6
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
                 c.raise_cwnd_on_reordering = false;
+                c.tlp_6 = false;
+                c.dsack_6 = false;
                 c.rcv_space_style = RcvSpaceStyle::Legacy;
                 // FreeBSD's sb_hiwat counts payload (net.inet.tcp.recvspace 65536,
                 // sendspace 32768); Linux charges truesize and advertises rcvbuf/2
@@ -606,6 +668,20 @@ impl TcpConfig {
                 self.tcp_min_tso_segs = x;
             }
             "tcp_tso_win_divisor" => self.tcp_tso_win_divisor = parse_u32(key, v)?,
+            "tcp_limit_output_bytes" => {
+                // proc_dointvec: any non-negative int
+                let x = parse_u32(key, v)?;
+                if x > i32::MAX as u32 {
+                    return Err(ConfigError::new(format!("{key}: expected 0..=2147483647 (bytes), got `{v}`")));
+                }
+                if self.tsq == TsqModel::Off {
+                    return Err(ConfigError::new(format!(
+                        "{key}: profile {} has no TCP Small Queues (Linux 3.6 and later)",
+                        self.profile
+                    )));
+                }
+                self.tcp_limit_output_bytes = x;
+            }
             "tcp_thin_dpifl_itt_lower_bound" => {
                 let x = parse_u32(key, v)?;
                 if x < 10_000 {

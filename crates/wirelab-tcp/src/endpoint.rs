@@ -11,9 +11,10 @@ use crate::config::TcpConfig;
 use crate::conn::{Conn, Out, RstSpec};
 use crate::wire::{flags, TcpPacket, TcpRepr};
 use core::hash::{BuildHasherDefault, Hasher};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use crate::small::{CachedMap, InlineQueue, TimerHeap};
+use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
+use std::sync::Arc;
 use wirelab_core::{Instant, Rng, SockEvent, Transmit, HEADROOM};
 
 /// A small multiplicative hasher for fixed-size keys (lookups only; never iterated).
@@ -65,16 +66,24 @@ enum Slot {
 
 /// A host's TCP stack (sans-IO).
 pub struct TcpEndpoint {
-    cfg: TcpConfig,
+    /// Shared by the hosts of a simulation that have the same configuration
+    /// ([`Self::new_shared`]): the fields a segment reads then stay in cache however many
+    /// hosts there are, instead of a ~300-byte copy per host that is cold at every segment.
+    cfg: Arc<TcpConfig>,
     rng: Rng,
     slots: Vec<Slot>,
-    demux: HashMap<Tuple, SocketId, FxBuild>,
+    demux: CachedMap<Tuple, SocketId, FxBuild>,
+    /// Socket key ([`wirelab_core::socket_key`], the `sk` of every [`Transmit`] of a
+    /// connection) → slot, for [`tx_complete`](Self::tx_complete).
+    by_sk: HashMap<u64, u32, FxBuild>,
     listeners: HashMap<(u32, u16), SocketId, FxBuild>,
-    heap: BinaryHeap<Reverse<(Instant, u32)>>,
-    ready: VecDeque<u32>,
-    events: VecDeque<(SocketId, SockEvent)>,
+    heap: TimerHeap<(Instant, u32)>,
+    ready: InlineQueue<u32>,
+    events: InlineQueue<(SocketId, SockEvent)>,
     rsts: VecDeque<RstSpec>,
     lazy_payload: bool,
+    /// The driver reports transmit completions ([`set_tx_completions`](Self::set_tx_completions)).
+    tx_completions: bool,
     /// The host's egress qdisc is `fq` (sockets leave pacing to it, `SK_PACING_FQ`).
     fq_pacing: bool,
     /// The egress qdisc refuses every packet ([`set_local_drop`](Self::set_local_drop)).
@@ -84,17 +93,24 @@ pub struct TcpEndpoint {
 impl TcpEndpoint {
     /// A stack with configuration `cfg`; `rng` draws ISNs, timestamp offsets and ports.
     pub fn new(cfg: TcpConfig, rng: Rng) -> Self {
+        Self::new_shared(Arc::new(cfg), rng)
+    }
+
+    /// [`Self::new`] with a configuration other endpoints may share (it is never changed).
+    pub fn new_shared(cfg: Arc<TcpConfig>, rng: Rng) -> Self {
         TcpEndpoint {
             cfg,
             rng,
             slots: Vec::new(),
-            demux: HashMap::default(),
+            demux: CachedMap::default(),
+            by_sk: HashMap::default(),
             listeners: HashMap::default(),
-            heap: BinaryHeap::new(),
-            ready: VecDeque::new(),
-            events: VecDeque::new(),
+            heap: TimerHeap::default(),
+            ready: InlineQueue::default(),
+            events: InlineQueue::default(),
             rsts: VecDeque::new(),
             lazy_payload: false,
+            tx_completions: false,
             fq_pacing: false,
             local_drop: false,
         }
@@ -108,6 +124,21 @@ impl TcpEndpoint {
         for s in &mut self.slots {
             if let Slot::Conn(c) = s {
                 c.lazy_payload = on;
+            }
+        }
+    }
+
+    /// The driver reports when each charged datagram leaves the host
+    /// ([`tx_complete`](Self::tx_complete)), so TCP Small Queues can work: sockets charge
+    /// their datagrams' truesize to `sk_wmem_alloc` ([`Transmit::tsq`]) and hold data back
+    /// above the limit. Off by default, for drivers whose datagrams leave at once (a TUN
+    /// device orphans skbs in `tun_net_xmit()`, so TSQ never throttles there); the
+    /// simulator turns it on.
+    pub fn set_tx_completions(&mut self, on: bool) {
+        self.tx_completions = on;
+        for s in &mut self.slots {
+            if let Slot::Conn(c) = s {
+                c.tsq.on = on;
             }
         }
     }
@@ -172,8 +203,10 @@ impl TcpEndpoint {
             let key = tuple(c.local, c.remote);
             let orphan = c.orphan;
             let parent = c.listener;
-            if self.demux.get(&key) == Some(&SocketId(id)) {
-                self.demux.remove(&key);
+            self.demux.remove_if(&key, SocketId(id));
+            let sk = c.tsq.sk;
+            if self.by_sk.get(&sk) == Some(&id) {
+                self.by_sk.remove(&sk);
             }
             if orphan {
                 if let Some(p) = parent {
@@ -192,10 +225,10 @@ impl TcpEndpoint {
     /// Moving a deadline later (the RTO re-armed on every ACK) costs nothing here; the
     /// entry is re-keyed when it reaches the top ([`Self::clean_heap`]), so the heap sees
     /// about one push per timer period instead of one per ACK.
-    fn rekey(heap: &mut BinaryHeap<Reverse<(Instant, u32)>>, id: u32, c: &mut Conn) {
+    fn rekey(heap: &mut TimerHeap<(Instant, u32)>, id: u32, c: &mut Conn) {
         if let Some(d) = c.next_deadline() {
             if c.heap_key.is_none_or(|k| d < k) {
-                heap.push(Reverse((d, id)));
+                heap.push((d, id));
                 c.heap_key = Some(d);
             }
         }
@@ -204,7 +237,7 @@ impl TcpEndpoint {
     /// Makes the heap top exact: drops stale entries and re-keys postponed ones, so that
     /// `poll_timeout` returns the true earliest deadline.
     fn clean_heap(&mut self) {
-        while let Some(&Reverse((t, id))) = self.heap.peek() {
+        while let Some(&(t, id)) = self.heap.peek() {
             let Some(Slot::Conn(c)) = self.slots.get_mut(id as usize) else {
                 self.heap.pop();
                 continue;
@@ -220,7 +253,7 @@ impl TcpEndpoint {
             self.heap.pop();
             c.heap_key = None;
             if let Some(d) = d {
-                self.heap.push(Reverse((d, id)));
+                self.heap.push((d, id));
                 c.heap_key = Some(d);
             }
         }
@@ -246,7 +279,7 @@ impl TcpEndpoint {
         let local = SocketAddrV4::new(dst, r.dst_port);
         let remote = SocketAddrV4::new(src, r.src_port);
         let key = tuple(local, remote);
-        if let Some(&id) = self.demux.get(&key) {
+        if let Some(id) = self.demux.get(&key) {
             // listen overflow: drop the handshake-completing ACK (tcp_check_req)
             if let Some(Slot::Conn(c)) = self.slots.get(id.0 as usize) {
                 if c.state == TcpState::SynRecv && r.has(flags::ACK) && !r.has(flags::RST) && !r.has(flags::SYN) {
@@ -313,6 +346,7 @@ impl TcpEndpoint {
             // ECN field matters to tcp_ecn_create_request().
             let mut c = Conn::new_passive(&self.cfg, id, local, remote, now, iss, tso, &r, lid, 0, tos);
             c.lazy_payload = self.lazy_payload;
+            c.tsq.on = self.tx_completions;
             if self.fq_pacing {
                 c.set_fq_pacing(true);
             }
@@ -323,6 +357,7 @@ impl TcpEndpoint {
                     let _ = c.set_option(&self.cfg, o);
                 }
             }
+            self.by_sk.insert(c.tsq.sk, id.0);
             self.slots.push(Slot::Conn(Box::new(c)));
             self.demux.insert(key, id);
             self.touch(id.0);
@@ -351,7 +386,7 @@ impl TcpEndpoint {
     pub fn handle_timeout(&mut self, now: Instant) {
         loop {
             self.clean_heap();
-            let Some(&Reverse((t, id))) = self.heap.peek() else { break };
+            let Some(&(t, id)) = self.heap.peek() else { break };
             if t > now {
                 break;
             }
@@ -414,6 +449,31 @@ impl TcpEndpoint {
         None
     }
 
+    /// A datagram of socket `sk` that this endpoint charged ([`Transmit::tsq`]) left the
+    /// host or was dropped in it (`tcp_wfree()`): `truesize` bytes of its
+    /// `sk_wmem_alloc` are released. A socket that TCP Small Queues throttled is queued
+    /// for transmission (`tcp_tsq_handler()`), and the call returns true: run
+    /// `poll_transmit`. Unknown or closed sockets are ignored.
+    pub fn tx_complete(&mut self, _now: Instant, sk: u64, truesize: u32) -> bool {
+        let Some(&id) = self.by_sk.get(&sk) else { return false };
+        let Some(Slot::Conn(c)) = self.slots.get_mut(id as usize) else { return false };
+        if !c.tx_complete(truesize) {
+            return false;
+        }
+        // tcp_tsq_write(): only in states that send
+        if !c.in_ready && matches!(c.state, TcpState::Established | TcpState::FinWait1 | TcpState::Closing | TcpState::CloseWait | TcpState::LastAck) {
+            c.in_ready = true;
+            self.ready.push_back(id);
+        }
+        true
+    }
+
+    /// TCP Small Queues state of socket `s`: bytes (truesize) it has in its host's queues
+    /// (`sk_wmem_alloc`, `ss -m`'s `t`) and how often a check held its data back.
+    pub fn tsq_state(&self, s: SocketId) -> Option<(u32, u64)> {
+        self.conn(s).map(|c| (c.wmem_alloc(), c.tsq.throttles))
+    }
+
     fn touch_timer_only(&mut self, id: u32) {
         if let Some(Slot::Conn(c)) = self.slots.get_mut(id as usize) {
             Self::rekey(&mut self.heap, id, c);
@@ -422,7 +482,7 @@ impl TcpEndpoint {
 
     /// Earliest armed timer of any connection.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.heap.peek().map(|Reverse((t, _))| *t)
+        self.heap.peek().map(|&(t, _)| t)
     }
 
     /// Next application event.
@@ -482,10 +542,12 @@ impl TcpEndpoint {
         let tso = self.rng.next_u32();
         let mut c = Conn::new_active(&self.cfg, id, la, remote, now, iss, tso);
         c.lazy_payload = self.lazy_payload;
+        c.tsq.on = self.tx_completions;
         if self.fq_pacing {
             c.set_fq_pacing(true);
         }
         c.local_drop = self.local_drop;
+        self.by_sk.insert(c.tsq.sk, id.0);
         self.slots.push(Slot::Conn(Box::new(c)));
         self.demux.insert(tuple(la, remote), id);
         self.touch(id.0);

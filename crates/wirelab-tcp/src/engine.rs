@@ -19,4 +19,7 @@ impl Engine for TcpEndpoint {
     fn poll_event(&mut self) -> Option<(SocketRef, SockEvent)> {
         TcpEndpoint::poll_event(self).map(|(s, e)| (SocketRef::Stream(s.0), e))
     }
+    fn tx_complete(&mut self, now: Instant, sk: u64, truesize: u32) -> bool {
+        TcpEndpoint::tx_complete(self, now, sk, truesize)
+    }
 }

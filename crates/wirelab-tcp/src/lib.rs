@@ -67,6 +67,7 @@ mod conn;
 mod endpoint;
 mod engine;
 mod ring;
+mod small;
 pub mod wire;
 
 #[cfg(test)]
@@ -76,6 +77,6 @@ mod tests;
 
 pub use api::{RcvWindowPolicy, SockError, SockOpt, SocketId, TcpInfo, TcpState};
 pub use cc::CaState;
-pub use config::{ConfigError, CongestionAlgo, CubicParams, DctcpParams, RcvSpaceStyle, RdbMode, TcpConfig, VegasParams};
+pub use config::{ConfigError, CongestionAlgo, CubicParams, DctcpParams, RcvSpaceStyle, RdbMode, TcpConfig, TsqModel, VegasParams};
 pub use endpoint::TcpEndpoint;
 pub use wirelab_core::SockEvent;

@@ -405,6 +405,7 @@ impl Conn {
         let prior_sacked = self.rtx.sacked_out;
         self.rate.begin_ack();
         let mut sack: Option<SackTag> = None;
+        self.tlp.dsack_tlp = false; // FLAG_DSACK_TLP is per ACK
         if self.sack_ok && !r.sack.is_empty() {
             let (st, dsack) = self.sacktag_write_queue(cfg, now, ack, &r.sack, flag & FLAG_ECE != 0);
             flag |= if st.orig_sack_acked { FLAG_ORIG_SACK_ACKED } else { 0 }

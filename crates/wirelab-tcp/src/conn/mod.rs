@@ -51,6 +51,7 @@ mod socket;
 mod thin;
 mod timer;
 mod tso;
+mod tsq;
 mod undo;
 
 pub(crate) use timer::{SkTimer, XmitTimer};
@@ -97,7 +98,7 @@ pub(crate) struct RstSpec {
 
 /// Outputs a connection hands to its endpoint during a call.
 pub(crate) struct Out<'a> {
-    pub ev: &'a mut VecDeque<(SocketId, SockEvent)>,
+    pub ev: &'a mut crate::small::InlineQueue<(SocketId, SockEvent)>,
     pub rst: &'a mut VecDeque<RstSpec>,
 }
 
@@ -214,6 +215,8 @@ pub(crate) struct Conn {
     /// and the ECE it had then), sent before anything else.
     special_ack: Option<(SeqNumber, bool)>,
     pacing: Pacing,
+    /// TCP Small Queues (`sk_wmem_alloc`, `TSQ_THROTTLED`).
+    pub(crate) tsq: tsq::Tsq,
     // cwnd validation (tcp_cwnd_validate)
     is_cwnd_limited: bool,
     max_packets_out: u32,
@@ -364,6 +367,7 @@ impl Conn {
             last_now: now,
             special_ack: None,
             pacing: Pacing::new(now),
+            tsq: tsq::Tsq { sk: wirelab_core::socket_key(6, *local.ip(), *remote.ip(), (local.port() as u32) << 16 | remote.port() as u32), ..Default::default() },
             is_cwnd_limited: false,
             max_packets_out: 0,
             cwnd_usage_seq: iss,

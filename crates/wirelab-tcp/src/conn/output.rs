@@ -333,6 +333,20 @@ impl Conn {
         if self.pacing.check(now) {
             return None;
         }
+        // a new skb goes (not the rest of a TSO packet already sent): TSQ with the
+        // limit doubled (tcp_small_queue_check(sk, skb, 1))
+        let in_piece = cfg.tso && matches!(self.wq.rtx_piece, Some((end, _)) if !end.before(s.end));
+        // the RTO's own retransmission of the head is not checked (tcp_retransmit_timer())
+        let rto_head = std::mem::take(&mut self.tsq.rto_head) && k == 0;
+        if !in_piece && !rto_head {
+            let segs = if cfg.tso { self.rtx.lost_run(k).min(self.tp.snd_cwnd - self.in_flight()).max(1) } else { 1 };
+            if self.small_queue_check(cfg, s.data_len() * segs, 1) {
+                return None;
+            }
+        }
+        if !in_piece {
+            self.tsq.skb_head = true;
+        }
         // tcp_retransmit_skb(): a lost TSO packet goes again as one, as far as the cwnd
         // allows; the rest is split off (tcp_fragment()) as a packet of its own
         let mut rtx_psh = s.data_len() > 0;
@@ -395,15 +409,36 @@ impl Conn {
     /// `__tcp_retransmit_skb()`, i.e. without marking it retransmitted, and records
     /// `tlp_high_seq` to tell later whether the probe repaired a loss; 4.x+ (RACK) makes
     /// it a real retransmission.
+    ///
+    /// RACK-TLP era (4.13+): a probe that goes restarts the RTO from now (`icsk_pending =
+    /// 0` before `tcp_rearm_rto()`); one that does not leaves the RTO counted from the
+    /// head's transmission (set by the timer side, `loss_probe_timer`).
+    ///
+    /// 5.8+ (`tlp_6`): no probe at all, new data included, while one is outstanding
+    /// (`if (tp->tlp_high_seq) goto rearm_timer;` first thing), and the retransmitted
+    /// probe is not a counted retransmission (`__tcp_retransmit_skb()`, not
+    /// `tcp_retransmit_skb()`).
     fn send_loss_probe(&mut self, cfg: &TcpConfig, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         let rack = self.rack_on(cfg);
-        if self.has_unsent() && !self.fin_sent {
+        if cfg.tlp_6 && self.tlp.high_seq.is_some() {
+            return None;
+        }
+        // 6.x: new data only if its first MSS fits the receive window (tcp_snd_wnd_test());
+        // otherwise the last segment is probed (own/tlp-rwnd-limited.pkt)
+        let wnd_ok = || {
+            let unsent = self.unsent();
+            let len = unsent.min(self.mss_cache);
+            let with_fin = self.fin_queued && len == unsent;
+            !(self.snd_nxt + len + with_fin as u32).after(self.snd_una + self.snd_wnd)
+        };
+        if self.has_unsent() && !self.fin_sent && (!cfg.tlp_6 || wnd_ok()) {
             let t = self.write_xmit(cfg, now, buf, false, true);
             if t.is_some() {
                 self.thin.tlp_count += 1;
                 if rack {
                     self.tlp.high_seq = Some(self.snd_nxt);
                     self.tlp.retrans = false;
+                    self.reset_xmit_timer(cfg, now, XmitTimer::Retrans, self.rtt.rto);
                 }
             }
             return t;
@@ -419,24 +454,28 @@ impl Conn {
             return None;
         }
         if rack {
-            // 4.x+: tcp_retransmit_skb(), a real retransmission
+            // 4.x (linux-4.6 profile): counted as a real retransmission (not checked);
+            // 5.8+ (checked on 6.18): __tcp_retransmit_skb() counts it in total_retrans
+            // only, tcpi_retrans stays 0
             if self.retrans_stamp.is_none() {
                 self.retrans_stamp = Some(now);
             }
-            if s.sacked & SACKED_RETRANS == 0 {
+            if s.sacked & SACKED_RETRANS == 0 && !cfg.tlp_6 {
                 self.rtx.retrans_out += 1;
             }
             self.stats.total_retrans += 1;
             self.tlp.retrans = true;
+            self.reset_xmit_timer(cfg, now, XmitTimer::Retrans, self.rtt.rto);
         }
         let edt = self.pacing.wstamp.max(now);
         let tx = self.rate.skb_sent(edt, self.rtx.packets_out);
+        self.tsq.skb_head = true;
         if let Some(m) = self.rtx.q.back_mut() {
             m.xmit = edt;
             m.rdb_start = m.seq;
             m.tx = tx;
             if rack {
-                m.sacked |= SACKED_RETRANS | EVER_RETRANS;
+                m.sacked |= if cfg.tlp_6 { EVER_RETRANS } else { SACKED_RETRANS | EVER_RETRANS };
             }
         }
         self.tlp.high_seq = Some(self.snd_nxt);
@@ -555,6 +594,11 @@ impl Conn {
             }
             return None;
         }
+        // tcp_small_queue_check() (tcp_write_wakeup() does not check)
+        if !wakeup && self.small_queue_check(cfg, len, 0) {
+            return None;
+        }
+        self.tsq.skb_head = true;
         // tcp_write_wakeup() marks its probe TCPHDR_PSH whatever it splits off
         let psh = len > 0 && (len == unsent || wakeup);
         Some(self.send_new_segment(cfg, now, buf, len, with_fin, (psh, psh), probe, 0))
@@ -649,6 +693,11 @@ impl Conn {
             self.mss_split_point(self.snd_nxt, wnd_end, skb_len, mss, quota.min(max_segs), is_tail, corked, nodelay)
         };
         let bytes = skb_len.min(limit).max(1);
+        // tcp_small_queue_check() after tso_fragment(): the piece is the skb that goes
+        if self.small_queue_check(cfg, bytes, 0) {
+            return None;
+        }
+        self.tsq.skb_head = true;
         let id = self.wq.new_id();
         let p = super::tso::Piece { id, end: self.snd_nxt + bytes, segs: bytes.div_ceil(mss), psh_end: bytes == skb_len && head.psh };
         self.wq.piece = Some(p);
@@ -780,7 +829,7 @@ impl Conn {
         // RDB: the packet may start earlier than the new segment (never with a FIN)
         let rdb_start = if with_fin { seq } else { self.rdb_bundle_start(cfg, seq, len) };
         let prior_packets = self.rtx.packets_out;
-        self.rtx.push(TxSeg { seq, end, fin: with_fin, sacked: 0, xmit: edt, rdb_start, tx, piece, psh: stored_psh });
+        self.rtx.push(TxSeg { seq, end, fin: with_fin, sacked: 0, xmit: edt, rdb_start, tx, piece, psh: stored_psh, sack_run: 0 });
         self.snd_nxt = end;
         if with_fin {
             self.fin_sent = true;
@@ -959,6 +1008,15 @@ impl Conn {
         let src = *self.local.ip();
         let dst = *self.remote.ip();
         wire::fill_checksum_tail(&mut buf[HEADROOM..], tail, src, dst);
+        // __tcp_transmit_skb(): the skb is charged to sk_wmem_alloc until tcp_wfree()
+        // (pure ACKs: 2 bytes and __sock_wfree, not counted here; SYNs not counted)
+        let tsq = if self.tsq.on && kind != SegKind::Syn && (len > 0 || fl & flags::FIN != 0) {
+            let k = if std::mem::take(&mut self.tsq.skb_head) { wirelab_core::tsq::SKB_HEAD } else { wirelab_core::tsq::SEG };
+            self.tsq_charge(20 + buf.len() - HEADROOM + tail.len(), k);
+            k
+        } else {
+            wirelab_core::tsq::NONE
+        };
         self.stats.segs_out += 1;
         match kind {
             // tcp_event_ack_sent() returns early for DCTCP's older-rcv_nxt ACK
@@ -977,10 +1035,11 @@ impl Conn {
             proto: wirelab_wire::ip_proto::TCP,
             tos,
             dont_frag: true,
-            sk: 0,
+            sk: self.tsq.sk,
             txtime: edt,
             pacing_rate: self.tp.pacing_rate,
             tail,
+            tsq,
         }
     }
 

@@ -1,7 +1,7 @@
 //! RACK-TLP loss detection (RFC 8985, net/ipv4/tcp_recovery.c of 4.18+/6.x): `tp->rack`
 //! and `tcp_rack_advance()`, `tcp_rack_reo_wnd()`, `tcp_rack_detect_loss()`,
 //! `tcp_rack_mark_lost()`, `tcp_rack_reo_timeout()`, `tcp_rack_update_reo_wnd()`.
-use super::scoreboard::{mark_seg_lost, RtxQueue, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
+use super::scoreboard::{mark_seg_lost, sacked_run, RtxQueue, EVER_RETRANS, LOST, SACKED_ACKED, SACKED_RETRANS};
 use super::{Conn, XmitTimer};
 use crate::cc::CaState;
 use crate::config::TcpConfig;
@@ -113,10 +113,15 @@ impl Rack {
         let mut timeout = 0u64;
         let due = self.rtt_us + reo_wnd;
         let RtxQueue { q, lost_out, retrans_out, lost, .. } = rtx;
-        for s in q.iter_mut() {
-            if s.sacked & SACKED_ACKED != 0 {
+        let mut k = 0;
+        while k < q.len() {
+            if q[k].sacked & SACKED_ACKED != 0 {
+                // not in Linux's time-sorted list: pass the whole SACKed run
+                k += sacked_run(q, k);
                 continue;
             }
+            let s = &mut q[k];
+            k += 1;
             if s.sacked & LOST != 0 && s.sacked & SACKED_RETRANS == 0 {
                 continue; // already waiting for its retransmission
             }
@@ -184,8 +189,11 @@ impl Conn {
                 self.cwnd_reduction(1, false);
             }
         }
+        // icsk_pending is still ICSK_TIME_REO_TIMEOUT here (tcp_write_timer_handler()), so
+        // tcp_rearm_rto() counts from the head's transmission; a retransmission of the head
+        // restarts it from now when it goes (xmit_retransmit_queue)
         if !self.xmit_timer_is(XmitTimer::Retrans.bit()) {
-            self.rearm_rto(cfg, now);
+            self.rearm_rto_from(cfg, now, true);
         }
     }
 }
@@ -214,6 +222,7 @@ mod test {
                 tx: Default::default(),
                 piece: 0,
                 psh: false,
+                sack_run: 0,
             });
         }
         let mut r = Rack::new(SeqNumber(0));
@@ -241,5 +250,94 @@ mod test {
             r.on_recovery_exit();
         }
         assert_eq!(r.reo_wnd_steps, 1);
+    }
+
+    /// The walk that jumps over SACKed runs (remembered between walks) marks exactly what
+    /// a plain walk over every segment marks, while SACKs, losses, retransmissions and
+    /// cumulative ACKs change the queue between walks.
+    #[test]
+    fn sacked_run_hints_change_nothing() {
+        fn plain(r: &Rack, rq: &mut RtxQueue, now: Instant, reo_wnd: u64) -> u64 {
+            let Some(mstamp) = r.mstamp else { return 0 };
+            let (mut timeout, due) = (0u64, r.rtt_us + reo_wnd);
+            let RtxQueue { q, lost_out, retrans_out, lost, .. } = rq;
+            for s in q.iter_mut() {
+                if s.sacked & SACKED_ACKED != 0 || (s.sacked & LOST != 0 && s.sacked & SACKED_RETRANS == 0) {
+                    continue;
+                }
+                if !(s.xmit < mstamp || (s.xmit == mstamp && r.end_seq.after(s.end))) {
+                    if s.sacked & EVER_RETRANS == 0 {
+                        break;
+                    }
+                    continue;
+                }
+                let waited = now.saturating_since(s.xmit).as_micros();
+                if waited >= due {
+                    mark_seg_lost(s, lost_out, retrans_out, lost);
+                } else {
+                    timeout = timeout.max(due - waited);
+                }
+            }
+            timeout
+        }
+        let mut rng = wirelab_core::Rng::stream(5, "rack-sacked-run");
+        let (mut a, mut b) = (RtxQueue::new(SeqNumber(0)), RtxQueue::new(SeqNumber(0)));
+        let mut next = 0u32;
+        for step in 0..3_000u64 {
+            let now = ms(step);
+            for _ in 0..rng.below(4) {
+                let seg = TxSeg {
+                    seq: SeqNumber(next),
+                    end: SeqNumber(next + 100),
+                    fin: false,
+                    sacked: 0,
+                    xmit: now,
+                    rdb_start: SeqNumber(next),
+                    tx: Default::default(),
+                    piece: 0,
+                    psh: false,
+                    sack_run: 0,
+                };
+                a.push(seg);
+                b.push(seg);
+                next += 100;
+            }
+            // the same random SACKs, retransmissions and cumulative ACKs on both queues
+            for _ in 0..rng.below(6) {
+                if a.q.is_empty() {
+                    break;
+                }
+                let k = rng.below(a.q.len() as u64) as usize;
+                match rng.below(3) {
+                    0 => {
+                        for q in [&mut a, &mut b] {
+                            q.q[k].sacked |= SACKED_ACKED;
+                        }
+                    }
+                    1 if a.q[k].sacked & (LOST | SACKED_ACKED) == LOST => {
+                        for q in [&mut a, &mut b] {
+                            q.q[k].sacked |= SACKED_RETRANS | EVER_RETRANS;
+                            q.q[k].xmit = now;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if rng.below(8) == 0 {
+                for _ in 0..rng.below(5).min(a.q.len() as u64) {
+                    a.q.pop_front();
+                    b.q.pop_front();
+                }
+            }
+            let mut r = Rack::new(SeqNumber(0));
+            if let Some(s) = a.q.iter().filter(|s| s.sacked & SACKED_ACKED != 0).max_by_key(|s| s.xmit) {
+                r.advance(now, 0, s.end, s.xmit, 0);
+            }
+            let w = rng.below(20_000);
+            assert_eq!(r.detect_loss(&mut a, now, w), plain(&r, &mut b, now, w), "step {step}");
+            assert_eq!((a.lost_out, a.retrans_out, a.lost), (b.lost_out, b.retrans_out, b.lost));
+            assert!(a.q.iter().zip(&b.q).all(|(x, y)| x.sacked == y.sacked));
+            assert_eq!(a.first_to_retransmit(), b.q.iter().position(|s| s.sacked & (LOST | SACKED_RETRANS | SACKED_ACKED) == LOST));
+        }
     }
 }

@@ -203,6 +203,7 @@ mod test {
             tx: r.skb_sent(t, packets_out),
             piece: 0,
             psh: false,
+            sack_run: 0,
         }
     }
 

@@ -21,6 +21,9 @@ pub(crate) struct Tlp {
     pub pending: bool,
     /// `tlp_retrans`: the current TLP episode retransmitted (RACK-TLP era).
     pub retrans: bool,
+    /// `FLAG_DSACK_TLP` of the ACK being processed: its D-SACK is the probe's duplicate
+    /// (one segment ending at `tlp_high_seq`; 6.x).
+    pub dsack_tlp: bool,
 }
 
 /// Which rule of `tcp_time_to_recover()` fired (for the thin-stream counters).
@@ -59,9 +62,8 @@ impl Conn {
             orig_sack_acked: false,
             data_sacked: false,
         };
-        if dsack {
-            self.dsack_seen(cfg, bl[0], &mut st.reord);
-        }
+        // 6.x: a dubious D-SACK is skipped as if it were none (tcp_dsack_seen() returns 0)
+        let dsack = dsack && self.dsack_seen(cfg, bl[0], &mut st.reord, ece);
         let (snd_una, snd_nxt, high_seq) = (self.snd_una, self.snd_nxt, self.high_seq);
         let min_rtt_us = self.rtt.min_rtt_us;
         for (i, &(l, r)) in bl.iter().enumerate() {
@@ -87,10 +89,38 @@ impl Conn {
 
     /// `tcp_check_dsack()` / `tcp_sacktag_one(dup_sack)`: each D-SACKed retransmission
     /// proves one retransmission spurious (`undo_retrans`); a D-SACK also widens RACK's
-    /// reordering window (`tcp_rack_update_reo_wnd()`).
-    fn dsack_seen(&mut self, cfg: &TcpConfig, (l0, r0): (SeqNumber, SeqNumber), reord: &mut SeqNumber) {
-        self.stats.dsack_count += 1;
-        self.rack.on_dsack(cfg.tcp_recovery);
+    /// reordering window (`tcp_rack_update_reo_wnd()`). 6.x (`dsack_6`, `tcp_dsack_seen()`):
+    /// the duplicates count as delivered, a D-SACK of more duplicates than retransmissions
+    /// (or wider than the largest window) is ignored (returns false), and a loss probe's
+    /// duplicate (`FLAG_DSACK_TLP`) or one before any reordering leaves RACK's window alone.
+    fn dsack_seen(&mut self, cfg: &TcpConfig, (l0, r0): (SeqNumber, SeqNumber), reord: &mut SeqNumber, ece: bool) -> bool {
+        if cfg.dsack_6 {
+            let len = r0.dist(l0);
+            let mss = self.mss_cache.max(1);
+            if len > self.max_window {
+                return false;
+            }
+            let dup_segs = if len > mss { len.div_ceil(mss) } else { 1 };
+            self.tlp.dsack_tlp = len <= mss && self.tlp.high_seq == Some(r0);
+            self.stats.dsack_count += dup_segs;
+            if self.stats.dsack_count > self.stats.total_retrans {
+                return false;
+            }
+            if self.rack.reord && !self.tlp.dsack_tlp {
+                self.rack.on_dsack(cfg.tcp_recovery);
+            }
+            // "A spurious retransmission is delivered" (state->sack_delivered)
+            self.rate.count_delivered(dup_segs, ece);
+        } else {
+            self.stats.dsack_count += 1;
+            self.rack.on_dsack(cfg.tcp_recovery);
+        }
+        self.dsack_undo(l0, r0, reord);
+        true
+    }
+
+    /// The `undo_retrans` half of `tcp_check_dsack()` / `tcp_sacktag_one(dup_sack)`.
+    fn dsack_undo(&mut self, l0: SeqNumber, r0: SeqNumber, reord: &mut SeqNumber) {
         let Some(um) = self.undo.marker else { return };
         if self.undo.retrans <= 0 || !r0.after(um) {
             return;
@@ -626,13 +656,14 @@ impl Conn {
     // ---- tail loss probe ----
 
     /// `tcp_schedule_loss_probe()`: arm the probe timeout (PTO) instead of the RTO in Open
-    /// state, for SACK connections limited by cwnd or by the application.
+    /// state, for SACK connections (3.x/4.x: only those limited by cwnd or by the
+    /// application).
     ///
     /// 3.10–4.12 (RACK off): needs an RTT sample in whole jiffies; PTO = max(2·srtt,
     /// 10 ms), with one packet out at least 1.5·srtt + `TCP_DELACK_MAX`; never later than
     /// the pending RTO. RACK-TLP (RACK on, 4.13+/6.x): PTO = 2·srtt + (one packet out ?
     /// `TCP_RTO_MIN` : 2 jiffies), `TCP_TIMEOUT_INIT` without a sample; Open or CWR; capped
-    /// by the RTO (counted from the head's transmission after an ACK, `advanced`).
+    /// by the RTO (a whole RTO after an ACK, `advanced`; else the time left to it).
     pub(super) fn schedule_loss_probe(&mut self, cfg: &TcpConfig, now: Instant, advanced: bool) {
         if !self.xmit_timer_is(XmitTimer::Retrans.bit()) {
             return;
@@ -647,7 +678,9 @@ impl Conn {
         {
             return;
         }
-        if self.tp.snd_cwnd > self.in_flight() && self.has_unsent() {
+        // 3.x/4.x: only when limited by cwnd or by the application; 6.x (checked on 6.18,
+        // own/tlp-rwnd-limited.pkt) has no such test
+        if !cfg.tlp_6 && self.tp.snd_cwnd > self.in_flight() && self.has_unsent() {
             return;
         }
         if rack {
@@ -666,7 +699,10 @@ impl Conn {
         } else {
             cfg.rto_init
         };
-        let rto_left = if advanced { self.rtx.q.front().map_or(rto, |h| (h.xmit + rto).saturating_since(now)) } else { rto };
+        // `advancing_rto` (after an ACK, tcp_set_xmit_timer()): the RTO is about to restart
+        // from now, so the whole icsk_rto; otherwise (new data sent) the time left to the
+        // pending RTO, counted from the head's transmission (tcp_rto_delta_us())
+        let rto_left = if advanced { rto } else { self.rtx.q.front().map_or(rto, |h| (h.xmit + rto).saturating_since(now)) };
         if rto_left > Duration::ZERO {
             timeout = timeout.min(rto_left);
         }
@@ -703,6 +739,8 @@ impl Conn {
     /// loss: reduce cwnd once, via CWR).
     pub(super) fn process_tlp_ack(&mut self, cfg: &TcpConfig, now: Instant, ack: SeqNumber, not_dup: bool, dsack: bool) {
         let Some(h) = self.tlp.high_seq else { return };
+        // 6.x: only a D-SACK of the probe itself (FLAG_DSACK_TLP) shows no loss
+        let dsack = if cfg.dsack_6 { self.tlp.dsack_tlp } else { dsack };
         if self.rack_on(cfg) {
             // RACK-TLP era: a probe of new data, or a D-SACKed probe, shows no loss
             if ack.before(h) {

@@ -36,6 +36,34 @@ pub(crate) struct TxSeg {
     pub piece: u32,
     /// The segment ends an skb that carries PSH (`TCP_SKB_CB(skb)->tcp_flags`).
     pub psh: bool,
+    /// A SACKed segment's hint for queue walks that pass over SACKed segments (Linux's
+    /// `tsorted_sent_queue` no longer holds them): at least this many segments from
+    /// here on are SACKed (0: not known). SACKED_ACKED is never cleared and segments
+    /// leave the queue only at its head, so a hint stays true. [`sacked_run`] keeps it.
+    pub sack_run: u32,
+}
+
+/// The number of consecutive SACKed segments from `k` (`q[k]` is SACKed), jumping over
+/// the runs earlier walks measured; remembers the total at `q[k]`, so the next walk
+/// passes the whole run in one step. Only what the walk would have skipped is skipped.
+#[inline]
+pub(crate) fn sacked_run(q: &mut VecDeque<TxSeg>, k: usize) -> usize {
+    let len = sacked_run_len(q, k);
+    q[k].sack_run = len.min(u32::MAX as usize) as u32;
+    len
+}
+
+/// [`sacked_run`] without remembering it.
+#[inline]
+pub(crate) fn sacked_run_len(q: &VecDeque<TxSeg>, k: usize) -> usize {
+    let mut j = k;
+    while let Some(s) = q.get(j) {
+        if s.sacked & SACKED_ACKED == 0 {
+            break;
+        }
+        j += (s.sack_run as usize).max(1);
+    }
+    j - k
 }
 
 impl TxSeg {
@@ -219,7 +247,18 @@ impl RtxQueue {
 
     /// The first segment marked lost and not yet retransmitted nor SACKed.
     pub fn first_to_retransmit(&self) -> Option<usize> {
-        self.q.iter().position(|s| s.sacked & (LOST | SACKED_RETRANS | SACKED_ACKED) == LOST)
+        let mut k = 0;
+        while let Some(s) = self.q.get(k) {
+            if s.sacked & SACKED_ACKED != 0 {
+                k += sacked_run_len(&self.q, k);
+                continue;
+            }
+            if s.sacked & (LOST | SACKED_RETRANS) == LOST {
+                return Some(k);
+            }
+            k += 1;
+        }
+        None
     }
 
     /// Consecutive segments from `k` that are lost, not yet retransmitted, not SACKed and
@@ -421,6 +460,7 @@ mod test {
                 tx: TxRate { first_tx: t, delivered_mstamp: Some(t), delivered: 0, is_app_limited: false },
                 piece: 0,
                 psh: false,
+                sack_run: 0,
             });
         }
         rq

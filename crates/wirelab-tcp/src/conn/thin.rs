@@ -167,6 +167,7 @@ mod test {
                 tx: Default::default(),
                 piece: 0,
                 psh: false,
+                sack_run: 0,
             });
         }
         // an ACK ending exactly at the bundle's end: segment 1 is presumed lost, not 0

@@ -47,7 +47,12 @@ pub(crate) enum SkTimer {
 /// `jiffies` at `t`.
 #[inline]
 pub(crate) fn jiffies(cfg: &TcpConfig, t: Instant) -> u32 {
-    ((t.as_nanos() as u128 * cfg.hz as u128) / 1_000_000_000) as u32
+    // u64 arithmetic whenever the product fits (any time below 213 days at HZ = 1000): a
+    // division by a constant, not the 128-bit library call it costs on every ACK otherwise
+    match t.as_nanos().checked_mul(cfg.hz as u64) {
+        Some(p) => (p / 1_000_000_000) as u32,
+        None => ((t.as_nanos() as u128 * cfg.hz as u128) / 1_000_000_000) as u32,
+    }
 }
 
 /// Rounds a timer duration up to whole jiffies (`usecs_to_jiffies`) and the start down to
@@ -77,9 +82,18 @@ impl Conn {
         matches!(self.xmit_timer, Some((_, k)) if k.bit() & kinds != 0)
     }
 
-    /// `tcp_rearm_rto()`. When an early-retransmit or loss-probe timer is pending, the RTO
-    /// keeps counting from the head's transmission instead of restarting.
+    /// `tcp_rearm_rto()`. When an early-retransmit, loss-probe or RACK reordering timer is
+    /// pending, the RTO keeps counting from the head's transmission instead of restarting.
     pub(super) fn rearm_rto(&mut self, cfg: &TcpConfig, now: Instant) {
+        use XmitTimer::*;
+        let from_head = self.xmit_timer_is(EarlyRetrans.bit() | LossProbe.bit() | ReoTimeout.bit());
+        self.rearm_rto_from(cfg, now, from_head);
+    }
+
+    /// `tcp_rearm_rto()` with the pending timer kind given: `from_head` when
+    /// `icsk_pending` is one of the early kinds, which Linux leaves set while their own
+    /// handlers run (`tcp_write_timer_handler()` clears it only for RETRANS and PROBE0).
+    pub(super) fn rearm_rto_from(&mut self, cfg: &TcpConfig, now: Instant, from_head: bool) {
         use XmitTimer::*;
         if self.rtx.packets_out == 0 {
             if self.xmit_timer_is(Retrans.bit() | EarlyRetrans.bit() | LossProbe.bit() | ReoTimeout.bit()) {
@@ -89,11 +103,16 @@ impl Conn {
             // the RTO's own retransmission goes out here, after tcp_retransmit_timer()
             // ran: its timer is clamped to TCP_USER_TIMEOUT as the kernel's is
             let mut rto = if self.ca_state == CaState::Loss { self.clamp_rto_to_user_timeout(now) } else { self.rtt.rto };
-            if self.xmit_timer_is(EarlyRetrans.bit() | LossProbe.bit() | ReoTimeout.bit()) {
+            if from_head {
                 if let Some(h) = self.rtx.q.front() {
                     let left = (h.xmit + rto).saturating_since(now);
                     if left > Duration::ZERO {
                         rto = left;
+                    } else if self.rack_on(cfg) {
+                        // 4.13+: usecs_to_jiffies(max_t(int, delta_us, 1)), an RTO instant
+                        // already past fires on the next tick; 3.x (`if (delta > 0)`)
+                        // keeps the whole icsk_rto
+                        rto = Duration::from_nanos(1);
                     }
                 }
             }
@@ -228,6 +247,8 @@ impl Conn {
             self.reset_xmit_timer(cfg, now, XmitTimer::Retrans, TCP_RESOURCE_PROBE_INTERVAL);
             return;
         }
+        // the head goes again from here, past TSQ (tcp_retransmit_skb() in the timer)
+        self.tsq.rto_head = true;
         self.rtt.backoff += 1;
         if self.linear_timeout_applies(cfg) {
             self.rtt.backoff = 0;
@@ -261,12 +282,21 @@ impl Conn {
     }
 
     /// `tcp_send_loss_probe()` (timer side): re-arm the RTO and let the next transmit
-    /// opportunity send the probe.
+    /// opportunity send the probe. 3.10-4.12 restart a full RTO from now whether or not a
+    /// probe goes (`inet_csk_reset_xmit_timer(..., icsk_rto)`); 4.13+ (RACK-TLP here) call
+    /// `tcp_rearm_rto()` with `ICSK_TIME_LOSS_PROBE` still pending, so when no probe can go
+    /// the RTO stays counted from the head's last transmission (`tcp_rto_delta_us()`, at
+    /// least one jiffy); `send_loss_probe()` restarts it from now when a probe goes.
     fn loss_probe_timer(&mut self, cfg: &TcpConfig, now: Instant) {
         if self.rtx.packets_out == 0 {
             return;
         }
-        let rto = self.rtt.rto;
+        let mut rto = self.rtt.rto;
+        if self.rack_on(cfg) {
+            if let Some(h) = self.rtx.q.front() {
+                rto = (h.xmit + rto).saturating_since(now).max(cfg.jiffy());
+            }
+        }
         self.reset_xmit_timer(cfg, now, XmitTimer::Retrans, rto);
         self.tlp.pending = true;
     }
@@ -321,5 +351,27 @@ impl Conn {
         let d = self.rtt.probe0_when(cfg);
         let d = self.clamp_probe0_to_user_timeout(cfg, now, d);
         self.reset_xmit_timer(cfg, now, XmitTimer::Probe0, d);
+    }
+}
+
+#[cfg(test)]
+mod jiffies_test {
+    use super::jiffies;
+    use crate::TcpConfig;
+    use wirelab_core::Instant;
+
+    /// The u64 fast path and the 128-bit fallback agree with the exact formula, on both
+    /// sides of the point where `t * hz` overflows a u64.
+    #[test]
+    fn jiffies_is_the_exact_quotient() {
+        for hz in [100u32, 250, 1000] {
+            let mut cfg = TcpConfig::profile("linux-6").expect("linux-6");
+            cfg.hz = hz;
+            let edge = u64::MAX / hz as u64;
+            for t in [0, 1, 999_999, 1_000_000, 3_999_999, 10_000_000_007, edge - 1, edge, edge + 1, u64::MAX] {
+                let exact = ((t as u128 * hz as u128) / 1_000_000_000) as u32;
+                assert_eq!(jiffies(&cfg, Instant::from_nanos(t)), exact, "hz {hz} t {t}");
+            }
+        }
     }
 }

@@ -5,6 +5,7 @@ mod ecn;
 mod pair;
 mod perf;
 mod thin;
+mod tsq;
 
 use crate::wire::flags;
 use crate::{SockError, SockEvent, SockOpt, TcpConfig, TcpState};
