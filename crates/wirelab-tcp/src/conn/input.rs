@@ -118,6 +118,11 @@ impl Conn {
         self.rtt.ack_update_rtt(cfg, rtt, self.snd_una, self.snd_nxt);
         self.xmit_timer = None;
         self.retransmits = 0;
+        // The SYN (or SYN-ACK) counts as one delivered packet, before the congestion
+        // module is initialised: passive, tcp_rcv_state_process() (TCP_SYN_RECV:
+        // `tp->delivered++`); active, tcp_ack() -> tcp_clean_rtx_queue() of the SYN skb.
+        // Proven on 6.18: handshake-delivered-{active,passive}.pkt.
+        self.rate.count_delivered(1, false);
         self.state = TcpState::Established;
         self.init_transfer(cfg, now);
     }
