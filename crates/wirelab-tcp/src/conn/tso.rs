@@ -337,8 +337,14 @@ pub(crate) fn should_defer(c: &DeferCtx) -> bool {
         return false;
     }
     let Some(age) = c.head_age else { return false };
-    // if the next ACK is likely to come too late (half an srtt), do not defer
-    if age.as_micros() < (c.srtt_us / 2) as u64 {
+    // Linux 6.18 ("tcp: fix tcp_tso_should_defer() vs large RTT"): the head's ACK is
+    // expected at head->tstamp + srtt; if that is more than min(1 ms, srtt/2) away, do not
+    // defer (before 6.18: do not defer while the head is younger than srtt/2, which held
+    // lone segments back for most of an RTT on long paths). Kernel-checked:
+    // own/tso-defer-young-head.pkt.
+    let srtt_ns = c.srtt_us as u64 * 1000;
+    let ack_in_ns = srtt_ns as i64 - age.as_nanos() as i64;
+    if ack_in_ns > (srtt_ns >> 1).min(1_000_000) as i64 {
         return false;
     }
     !c.fin
@@ -416,11 +422,18 @@ mod tests {
             snd_wnd: 40000,
             cwnd: 10,
             win_divisor: 3,
-            head_age: Some(Duration::from_millis(60)),
+            head_age: Some(Duration::from_micros(99_500)),
             srtt_us: 100_000,
             fin: false,
         };
         assert!(should_defer(&base));
+        // 6.18: the head's ACK is due in 40 ms (more than 1 ms): send; overdue: defer
+        assert!(!should_defer(&DeferCtx { head_age: Some(Duration::from_millis(60)), ..base }));
+        assert!(should_defer(&DeferCtx { head_age: Some(Duration::from_millis(150)), ..base }));
+        // short RTT: the threshold is srtt/2 (1.5 ms path: ACK due within 0.75 ms)
+        let short = DeferCtx { srtt_us: 1_500, ..base };
+        assert!(should_defer(&DeferCtx { head_age: Some(Duration::from_micros(800)), ..short }));
+        assert!(!should_defer(&DeferCtx { head_age: Some(Duration::from_micros(700)), ..short }));
         assert!(!should_defer(&DeferCtx { win_divisor: 100, ..base }));
         assert!(!should_defer(&DeferCtx { head_age: Some(Duration::from_millis(10)), ..base }));
         assert!(!should_defer(&DeferCtx { since_last_xmit: Some(Duration::from_millis(5)), ..base }));
