@@ -13,6 +13,7 @@
 //!   application events to whichever driver runs them.
 #![warn(missing_docs)]
 
+pub mod packed;
 pub mod pattern;
 pub mod pkt;
 pub mod rng;

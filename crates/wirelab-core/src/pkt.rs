@@ -28,8 +28,6 @@ pub struct Pkt {
 pub struct PktMeta {
     /// Unique per run, in order of creation: ties and traces refer to it.
     pub id: u64,
-    /// When the sending stack emitted the packet.
-    pub created: Instant,
     /// When the current qdisc accepted it (set by the qdisc; sojourn = dequeue − this).
     pub enqueued: Instant,
     /// Link-layer header bytes counted by rate and byte limits (14 on Ethernet links).
@@ -49,7 +47,7 @@ pub struct PktMeta {
     pub corrupted: bool,
     /// How the sending socket charged the packet for TCP Small Queues
     /// ([`crate::transport::tsq`]); 0 once it no longer counts (it left the host, or was
-    /// forwarded). Fits the struct's padding byte: the descriptor stays 64 bytes.
+    /// forwarded). Fits the struct's padding byte.
     pub tsq: u8,
     /// The sending socket (`skb->sk`) as an opaque non-zero key, 0 for none: packets a
     /// router forwards, and packets whose sender gave no socket. `fq` keys its flows by it
@@ -67,7 +65,6 @@ impl Default for PktMeta {
     fn default() -> Self {
         PktMeta {
             id: 0,
-            created: Instant::ZERO,
             enqueued: Instant::ZERO,
             l2_len: 0,
             mark: 0,
@@ -122,6 +119,21 @@ impl Pkt {
             self.data.extend_from_slice(self.tail);
             self.tail = &[];
         }
+    }
+    /// The tail as `(offset, length)` in [`crate::pattern::PATTERN`], `(0, 0)` for no tail;
+    /// `None` if it lies elsewhere or does not fit 16 bits (a compact packet descriptor,
+    /// such as a link's in-flight entry, then carries the bytes instead).
+    #[inline]
+    pub fn pattern_tail(&self) -> Option<(u16, u16)> {
+        if self.tail.is_empty() {
+            return Some((0, 0));
+        }
+        let p = &crate::pattern::PATTERN;
+        let off = (self.tail.as_ptr() as usize).checked_sub(p.as_ptr() as usize)?;
+        if off + self.tail.len() > p.len() {
+            return None;
+        }
+        Some((u16::try_from(off).ok()?, u16::try_from(self.tail.len()).ok()?))
     }
     /// Bytes `range` of the datagram, reading through the tail; `None` past its end.
     /// Copies into `out` only when the range crosses into the tail.
@@ -242,8 +254,16 @@ mod test {
         assert_eq!(p.get(8..11, &mut s), None);
         let mut w = Vec::new();
         p.write_to(&mut w);
+        assert_eq!(p.pattern_tail(), None, "not in the pattern");
         p.materialize();
         assert_eq!((p.data.clone(), p.tail.len(), p.len()), (w, 0, 24));
+        assert_eq!(p.pattern_tail(), Some((0, 0)));
+        p.tail = &crate::pattern::PATTERN[300..1748];
+        assert_eq!(p.pattern_tail(), Some((300, 1448)));
+        p.tail = &crate::pattern::PATTERN[65535..];
+        assert_eq!(p.pattern_tail(), Some((65535, 1)));
+        p.tail = &crate::pattern::PATTERN[..];
+        assert_eq!(p.pattern_tail(), None, "65 536 bytes do not fit 16 bits");
     }
 
     fn header(tos: u8, seed: u32) -> Vec<u8> {
@@ -291,10 +311,11 @@ mod test {
 
 #[cfg(test)]
 mod tsq_size {
-    /// The TSQ byte (`PktMeta::tsq`) lives in what was padding: the descriptor the hot
-    /// path copies stays one 64-byte line.
+    /// The TSQ byte (`PktMeta::tsq`) lives in what was padding; the whole packet is 96
+    /// bytes (queues hold it packed, [`crate::packed`]).
     #[test]
-    fn pkt_meta_stays_64_bytes() {
-        assert_eq!(core::mem::size_of::<super::PktMeta>(), 64);
+    fn pkt_meta_stays_56_bytes() {
+        assert_eq!(core::mem::size_of::<super::PktMeta>(), 56);
+        assert_eq!(core::mem::size_of::<super::Pkt>(), 96);
     }
 }

@@ -3,6 +3,7 @@ use crate::gen::{scaled, tabledist, CRandom, LossGen, LossHit};
 use crate::spec::{JitterOrder, NetemSpec, RateSpec};
 use core::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
+use wirelab_core::packed::{HopMeta, PackedPkt};
 use wirelab_core::{Duration, Instant, Pkt, Rng};
 
 /// Why a copy of a packet never arrives.
@@ -97,28 +98,55 @@ pub struct LinkStats {
     pub delivered: u64,
 }
 
+/// A packet on the wire in one cache line (it was a 120-byte entry: arrival, sequence and
+/// the whole [`Pkt`], two or three lines written per transmission into queues that are
+/// cold with thousands of flows). What the far end can use travels ([`PackedPkt`]: the
+/// bytes, `id`, `mark`, `priority`, `l2_len`, `corrupted`). The per-hop fields arrive reset
+/// to their defaults: `sk`, `txtime`, `pacing_rate` and `tsq` belong to the sending host
+/// (`skb_scrub_packet()` orphans the skb and clears its timestamp when it crosses to
+/// another namespace; a forwarded packet has no socket, `ip_forward()`), and `enqueued`
+/// and `iface` are set by the next queue.
+#[repr(C, align(64))]
 struct InFlight {
     arrival: Instant,
-    seq: u64,
-    pkt: Pkt,
+    p: PackedPkt,
 }
+
 impl InFlight {
-    fn key(&self) -> (Instant, u64) {
-        (self.arrival, self.seq)
+    #[inline]
+    fn pack(arrival: Instant, pkt: Pkt) -> Self {
+        InFlight { arrival, p: PackedPkt::pack(pkt).0 }
+    }
+
+    #[inline]
+    fn unpack(self) -> Pkt {
+        self.p.unpack(HopMeta::FORWARDED)
     }
 }
-impl PartialEq for InFlight {
+
+/// An in-flight entry in the heap (links whose packets overtake): ordered by arrival, ties
+/// in transmit order.
+struct Keyed {
+    seq: u64,
+    f: InFlight,
+}
+impl Keyed {
+    fn key(&self) -> (Instant, u64) {
+        (self.f.arrival, self.seq)
+    }
+}
+impl PartialEq for Keyed {
     fn eq(&self, o: &Self) -> bool {
         self.key() == o.key()
     }
 }
-impl Eq for InFlight {}
-impl PartialOrd for InFlight {
+impl Eq for Keyed {}
+impl PartialOrd for Keyed {
     fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
         Some(self.cmp(o))
     }
 }
-impl Ord for InFlight {
+impl Ord for Keyed {
     /// Reversed, so that `BinaryHeap` pops the earliest `(arrival, seq)` first.
     fn cmp(&self, o: &Self) -> Ordering {
         o.key().cmp(&self.key())
@@ -159,7 +187,7 @@ pub struct LinkDirection {
     /// `spec.rate`.
     rate: Option<RateSpec>,
     fifo: VecDeque<InFlight>,
-    heap: BinaryHeap<InFlight>,
+    heap: BinaryHeap<Keyed>,
     stats: LinkStats,
     // ---- cold: impairments and configuration ----
     spec: NetemSpec,
@@ -318,8 +346,7 @@ impl LinkDirection {
             }
             self.counter = self.counter.wrapping_add(1);
             self.last_arrival = self.last_arrival.max(arrival);
-            self.push(InFlight { arrival, seq: self.seq, pkt });
-            self.seq += 1;
+            self.push(arrival, pkt);
             self.busy_until = end;
             let original = Fate::InFlight { arrival, corrupted: false, reordered: false, ecn_marked: false };
             return TxResult { tx_end: end, original, duplicate: None };
@@ -422,33 +449,37 @@ impl LinkDirection {
             end
         };
         self.last_arrival = self.last_arrival.max(arrival);
-        self.push(InFlight { arrival, seq: self.seq, pkt });
-        self.seq += 1;
+        self.push(arrival, pkt);
         (Fate::InFlight { arrival, corrupted, reordered, ecn_marked }, end)
     }
 
-    fn push(&mut self, f: InFlight) {
+    fn push(&mut self, arrival: Instant, pkt: Pkt) {
+        let f = InFlight::pack(arrival, pkt);
+        let seq = self.seq;
+        self.seq += 1;
         if !self.heap.is_empty() {
-            self.heap.push(f);
+            self.heap.push(Keyed { seq, f });
         } else if self.fifo.back().is_none_or(|b| b.arrival <= f.arrival) {
             if self.fifo.is_empty() {
                 // restart the ring at slot 0 (`clear` resets its head): a direction that is
                 // mostly idle then reuses one warm slot instead of walking its whole capacity
-                // of ~120-byte entries, a cold line per packet with thousands of flows
+                // of entries, a cold line per packet with thousands of flows
                 self.fifo.clear();
             }
             self.fifo.push_back(f);
         } else {
-            // first overtaking packet: switch to the heap until it drains
-            self.heap.extend(self.fifo.drain(..));
-            self.heap.push(f);
+            // first overtaking packet: switch to the heap until it drains (the FIFO's
+            // entries were transmitted in order, before this one)
+            let n = self.fifo.len() as u64;
+            self.heap.extend(self.fifo.drain(..).enumerate().map(|(i, f)| Keyed { seq: seq - n + i as u64, f }));
+            self.heap.push(Keyed { seq, f });
         }
     }
 
     /// When the next packet in flight arrives at the far end, if any.
     pub fn next_arrival(&self) -> Option<Instant> {
         match self.heap.peek() {
-            Some(f) => Some(f.arrival),
+            Some(k) => Some(k.f.arrival),
             None => self.fifo.front().map(|f| f.arrival),
         }
     }
@@ -469,11 +500,12 @@ impl LinkDirection {
         self.advance(now);
     }
 
-    /// The packet that will arrive next (whenever that is), without taking it.
-    pub fn peek_arrival(&self) -> Option<&Pkt> {
+    /// The first bytes (at least the IPv4 header) of the packet that will arrive next
+    /// (whenever that is), without taking it: a driver can prefetch them.
+    pub fn peek_arrival_head(&self) -> Option<&[u8]> {
         match self.heap.peek() {
-            Some(f) => Some(&f.pkt),
-            None => self.fifo.front().map(|f| &f.pkt),
+            Some(k) => Some(k.f.p.head()),
+            None => self.fifo.front().map(|f| f.p.head()),
         }
     }
 
@@ -482,10 +514,10 @@ impl LinkDirection {
     pub fn poll_arrival(&mut self, now: Instant) -> Option<Pkt> {
         self.advance(now);
         let f = if !self.heap.is_empty() {
-            if self.heap.peek()?.arrival > now {
+            if self.heap.peek()?.f.arrival > now {
                 return None;
             }
-            self.heap.pop()?
+            self.heap.pop()?.f
         } else {
             if self.fifo.front()?.arrival > now {
                 return None;
@@ -493,7 +525,7 @@ impl LinkDirection {
             self.fifo.pop_front()?
         };
         self.stats.delivered += 1;
-        Some(f.pkt)
+        Some(f.unpack())
     }
 
     /// Carrier up or down at `now`. Going down loses every packet still in flight
@@ -514,12 +546,12 @@ impl LinkDirection {
             if !self.heap.is_empty() {
                 let mut all = std::mem::take(&mut self.heap).into_vec();
                 all.sort_by_key(|f| f.key());
-                let keep = all.iter().take_while(|f| f.arrival <= now).count();
-                dropped.extend(all.drain(keep..).map(|f| f.pkt));
+                let keep = all.iter().take_while(|k| k.f.arrival <= now).count();
+                dropped.extend(all.drain(keep..).map(|k| k.f.unpack()));
                 self.heap = all.into();
             }
             let cut = self.fifo.partition_point(|f| f.arrival <= now);
-            dropped.extend(self.fifo.drain(cut..).map(|f| f.pkt));
+            dropped.extend(self.fifo.drain(cut..).map(InFlight::unpack));
             self.stats.dropped_down += (dropped.len() - before) as u64;
         }
         self.up = up;
@@ -943,5 +975,49 @@ mod test {
         l.set_spec(NetemSpec::parse("loss 100%").unwrap());
         assert!(l.transmit(l.busy_until(), pkt(1500, 3)).lost());
         assert_eq!(drain(&mut l).len(), 3);
+    }
+
+    #[test]
+    fn a_packet_keeps_its_bytes_and_end_to_end_metadata_and_loses_the_per_hop_fields() {
+        assert_eq!(core::mem::size_of::<InFlight>(), 64, "one cache line per packet in flight");
+        // both storage paths: the FIFO (constant delay) and the heap (jitter reorders)
+        for spec in ["rate 1gbit delay 1ms", "delay 10ms 9ms jitter-order reorder"] {
+            let mut l = link(spec, 3);
+            let mut sent = Vec::new();
+            for i in 0..50u64 {
+                let mut p = pkt(40 + i as usize, i);
+                p.tail = match i % 3 {
+                    0 => &wirelab_core::pattern::PATTERN[7 * i as usize..7 * i as usize + 1448],
+                    1 => &[],
+                    _ => &[9, 8, 7], // not the pattern: travels as bytes
+                };
+                p.meta.enqueued = ms(i + 1);
+                p.meta.mark = 0xdead_0000 + i as u32;
+                p.meta.priority = 0x10_0000 + i as u32;
+                p.meta.iface = 3;
+                p.meta.l2_len = 14;
+                p.meta.corrupted = i % 5 == 0;
+                p.meta.tsq = 2;
+                p.meta.sk = 77;
+                p.meta.txtime = ms(i + 2);
+                p.meta.pacing_rate = 1_000_000;
+                let mut whole = Vec::new();
+                p.write_to(&mut whole);
+                sent.push((p.meta, whole, p.tail.len()));
+                l.transmit(ms(i), p);
+            }
+            let got = drain(&mut l);
+            assert_eq!(got.len(), 50);
+            for p in got {
+                let (m, whole, tail) = &sent[p.meta.id as usize];
+                let mut w = Vec::new();
+                p.write_to(&mut w);
+                assert_eq!(&w, whole, "same datagram");
+                let expect_tail = if m.id % 3 == 2 { 0 } else { *tail };
+                assert_eq!(p.tail.len(), expect_tail, "a pattern tail stays by reference");
+                let expect = wirelab_core::PktMeta { id: m.id, mark: m.mark, priority: m.priority, l2_len: 14, corrupted: m.corrupted, ..Default::default() };
+                assert_eq!(p.meta, expect, "{spec}");
+            }
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! `pfifo`, `bfifo` and `pfifo_head_drop` (net/sched/sch_fifo.c).
 use crate::{ClassId, Counters, Qdisc, QdiscStats, Verdict};
-use std::collections::VecDeque;
+use wirelab_core::packed::PktQueue;
 use wirelab_core::{Instant, Pkt};
 
 /// Which limit a [`Fifo`] enforces and how it drops.
@@ -19,7 +19,9 @@ pub enum FifoKind {
 pub struct Fifo {
     kind: FifoKind,
     limit: u64,
-    q: VecDeque<Pkt>,
+    /// One 64-byte line per packet (`PktQueue`): the queue in front of a bottleneck holds
+    /// thousands, written and read cold.
+    q: PktQueue,
     backlog: usize,
     c: Counters,
 }
@@ -28,7 +30,7 @@ impl Fifo {
     /// A FIFO with `limit` packets (pfifo, pfifo_head_drop) or bytes (bfifo). Linux's
     /// `fifo_init()` defaults: pfifo `txqueuelen`, bfifo `txqueuelen * psched_mtu()`.
     pub fn new(kind: FifoKind, limit: u64) -> Self {
-        Fifo { kind, limit, q: VecDeque::new(), backlog: 0, c: Counters::new() }
+        Fifo { kind, limit, q: PktQueue::new(), backlog: 0, c: Counters::new() }
     }
     /// `pfifo limit N`.
     pub fn pfifo(limit: u32) -> Self {
@@ -62,9 +64,6 @@ impl Qdisc for Fifo {
         };
         if fits {
             self.backlog += pkt.len();
-            if self.q.is_empty() {
-                self.q.clear(); // restart the ring at its first (warm) slot, as in `LinkDirection::push`
-            }
             self.q.push_back(pkt);
             return Verdict::Queued;
         }
@@ -89,7 +88,7 @@ impl Qdisc for Fifo {
         Some(p)
     }
     fn peek_len(&self) -> Option<usize> {
-        self.q.front().map(|p| p.len())
+        self.q.front_len()
     }
     fn qlen(&self) -> usize {
         self.q.len()

@@ -3,7 +3,7 @@ use crate::classify::FilterChain;
 use crate::fifo::Fifo;
 use crate::util::skb_priority;
 use crate::{ClassId, ClassStats, Counters, Qdisc, QdiscStats, Verdict};
-use std::collections::VecDeque;
+use wirelab_core::packed::PktQueue;
 use wirelab_core::{Instant, Pkt};
 
 /// `TC_PRIO_MAX`.
@@ -18,7 +18,8 @@ pub const DEFAULT_PRIOMAP: [u8; 16] = [1, 2, 2, 2, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1,
 /// implementation; newer kernels give each band its own ring of that size).
 #[derive(Debug)]
 pub struct PfifoFast {
-    bands: [VecDeque<Pkt>; 3],
+    /// One 64-byte line per packet (`PktQueue`).
+    bands: [PktQueue; 3],
     limit: u32,
     backlog: usize,
     c: Counters,
@@ -47,11 +48,7 @@ impl Qdisc for PfifoFast {
         }
         let band = DEFAULT_PRIOMAP[(skb_priority(&pkt) & TC_PRIO_MAX) as usize] as usize;
         self.backlog += pkt.len();
-        let q = &mut self.bands[band];
-        if q.is_empty() {
-            q.clear(); // restart the ring at its first (warm) slot, as in `LinkDirection::push`
-        }
-        q.push_back(pkt);
+        self.bands[band].push_back(pkt);
         Verdict::Queued
     }
     fn dequeue(&mut self, _now: Instant, _dropped: &mut Vec<Pkt>) -> Option<Pkt> {
@@ -65,7 +62,7 @@ impl Qdisc for PfifoFast {
         None
     }
     fn peek_len(&self) -> Option<usize> {
-        self.bands.iter().find_map(|b| b.front()).map(|p| p.len())
+        self.bands.iter().find_map(|b| b.front_len())
     }
     fn qlen(&self) -> usize {
         self.qlen_total()

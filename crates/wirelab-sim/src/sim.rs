@@ -1007,7 +1007,6 @@ impl Sim {
         // the fingerprint covers the whole datagram, by-reference tail included
         self.rec.packet_bytes_hash(&p.data, p.tail);
         p.meta.id = self.next_pkt_id;
-        p.meta.created = self.now;
         self.next_pkt_id += 1;
         self.counters.packets += 1;
         p
@@ -1262,8 +1261,8 @@ impl Sim {
         // Prefetch the header of the next packet to arrive here, so that it is in cache
         // when it arrives: the buffers of the thousands of packets in flight are cold, and
         // the first read of an arriving header was the costliest instruction of the loop.
-        if let Some(p) = self.dirs[d as usize].link.peek_arrival() {
-            prefetch(&p.data);
+        if let Some(h) = self.dirs[d as usize].link.peek_arrival_head() {
+            prefetch(h);
         }
         self.kick(d);
     }
