@@ -93,6 +93,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--no-cachegrind", action="store_true")
     ap.add_argument("--cache-sim", action="store_true", help="also D1 and LL misses per segment (slower)")
+    ap.add_argument("--cg-dir", help="keep each variant's cachegrind output here (for cg_annotate / cg_diff)")
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="pacing-cost-"))
     print(f"load average before: {os.getloadavg()}")
@@ -117,8 +118,10 @@ def main() -> None:
             segs, good, events = delivered(out)
             ir, misses = "", ""
             if not a.no_cachegrind:
-                cg = tmp / "cg.out"
-                r = subprocess.run(["valgrind", "--tool=cachegrind", f"--cache-sim={'yes' if a.cache_sim else 'no'}",
+                cg = Path(a.cg_dir) / f"cg.{n}-{rate}-{v}.out" if a.cg_dir else tmp / "cg.out"
+                # this VM's caches, given explicitly (cachegrind's guess of LL is the host's L3)
+                caches = ["--D1=49152,12,64", "--LL=2097152,16,64"] if a.cache_sim else []
+                r = subprocess.run(["valgrind", "--tool=cachegrind", f"--cache-sim={'yes' if a.cache_sim else 'no'}", *caches,
                                     f"--cachegrind-out-file={cg}", a.bin, "run", str(f), "--out", str(out), "-q"],
                                    capture_output=True, text=True, check=True)
 

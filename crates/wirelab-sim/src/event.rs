@@ -35,12 +35,55 @@ pub enum Event {
     Sample,
 }
 
+impl Event {
+    /// The event as one machine word: the variant in the high half, the index in the low.
+    #[inline]
+    fn encode(self) -> u64 {
+        let (tag, i) = match self {
+            Event::Link(i) => (0u64, i),
+            Event::App(i) => (1, i),
+            Event::Stack(i) => (2, i),
+            Event::Change(i) => (3, i),
+            Event::Sample => (4, 0),
+        };
+        tag << 32 | i as u64
+    }
+
+    #[inline]
+    fn decode(w: u64) -> Event {
+        let i = w as u32;
+        match w >> 32 {
+            0 => Event::Link(i),
+            1 => Event::App(i),
+            2 => Event::Stack(i),
+            3 => Event::Change(i),
+            _ => Event::Sample,
+        }
+    }
+}
+
 /// One queued entry; `seq` breaks ties of equal times in scheduling order.
+///
+/// Three plain words, the event encoded (`Event::encode`), not the `Event` enum: with the
+/// enum (a 4-byte tag and a 4-byte index) the compiler built each entry on the stack with
+/// 4- and 8-byte stores and copied it into the bucket with a 16-byte load, which the CPU
+/// cannot forward from those smaller stores (a store-forwarding stall of ~15 cycles per
+/// push: half of `Sim::schedule_dir`'s `perf` samples).
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 struct Entry {
     t: u64,
     seq: u64,
-    ev: Event,
+    ev: u64,
+}
+
+/// What `settle` found.
+enum Settled {
+    Empty,
+    /// The front holds the earliest entries.
+    Front,
+    /// Bucket `.0` holds only `.1`, the earliest entry.
+    Single(usize, Entry),
 }
 
 /// Min-queue of events (a radix heap; see the module documentation).
@@ -69,19 +112,16 @@ impl EventQueue {
     #[inline]
     pub fn push(&mut self, t: Instant, ev: Event) {
         self.seq += 1;
-        let e = Entry {
-            t: t.as_nanos(),
-            seq: self.seq,
-            ev,
-        };
         self.len += 1;
-        if e.t < self.last {
+        // the entry is built only where it is stored (see `Entry`)
+        let (t, seq, ev) = (t.as_nanos(), self.seq, ev.encode());
+        if t < self.last {
             // Earlier than the entries last brought to the front (possible only between
             // two `Sim::run` calls, whose `until` stopped short of them): re-base.
-            return self.rebase(e);
+            return self.rebase(t, seq, ev);
         }
         // due at `last`: it was scheduled after everything in the front, so it goes last
-        self.put(e);
+        self.put(Entry { t, seq, ev });
     }
 
     #[inline]
@@ -97,14 +137,15 @@ impl EventQueue {
     }
 
     #[cold]
-    fn rebase(&mut self, e: Entry) {
+    #[inline(never)]
+    fn rebase(&mut self, t: u64, seq: u64, ev: u64) {
         let mut all: Vec<Entry> = self.front.drain(self.head..).collect();
         self.front.clear();
         self.head = 0;
         for b in &mut self.buckets {
             all.append(b);
         }
-        all.push(e);
+        all.push(Entry { t, seq, ev });
         all.sort_unstable_by_key(|e| (e.t, e.seq));
         self.last = all[0].t;
         self.nonempty = 0;
@@ -113,18 +154,26 @@ impl EventQueue {
         }
     }
 
-    /// Makes the front hold the earliest entries (if any).
+    /// Brings the earliest entries to the front, or finds the earliest entry alone in the
+    /// lowest non-empty bucket (36 % of the pops at 20 flows @ 1 Gbit/s): then it needs no
+    /// redistribution (no scan for the minimum, no move through the front) and is left in
+    /// place for `pop_until` to take or, if it is not due yet, to leave.
     #[inline]
-    fn settle(&mut self) -> bool {
+    fn settle(&mut self) -> Settled {
         if self.head < self.front.len() {
-            return true;
+            return Settled::Front;
         }
         self.front.clear();
         self.head = 0;
         if self.nonempty == 0 {
-            return false;
+            return Settled::Empty;
         }
         let i = self.nonempty.trailing_zeros() as usize;
+        if self.buckets[i].len() == 1 {
+            // alone in its bucket: it is the earliest entry, and the only one of its time
+            let e = self.buckets[i][0];
+            return Settled::Single(i, e);
+        }
         self.nonempty &= !(1 << i);
         let mut b = std::mem::take(&mut self.buckets[i]);
         self.last = b.iter().map(|e| e.t).min().unwrap_or(self.last);
@@ -140,22 +189,35 @@ impl EventQueue {
         // keep the allocation for the next entries of this bucket
         b.clear();
         self.buckets[i] = b;
-        true
+        Settled::Front
     }
 
     /// Removes the earliest event if it is due at or before `until`.
     #[inline]
     pub fn pop_until(&mut self, until: Instant) -> Option<(Instant, Event)> {
-        if !self.settle() {
-            return None;
-        }
-        let e = self.front[self.head];
-        if e.t > until.as_nanos() {
-            return None;
-        }
-        self.head += 1;
+        let e = match self.settle() {
+            Settled::Empty => return None,
+            Settled::Front => {
+                let e = self.front[self.head];
+                if e.t > until.as_nanos() {
+                    return None;
+                }
+                self.head += 1;
+                e
+            }
+            Settled::Single(i, e) => {
+                if e.t > until.as_nanos() {
+                    return None;
+                }
+                // what redistributing the bucket would do, then taking the front's entry
+                self.buckets[i].clear();
+                self.nonempty &= !(1 << i);
+                self.last = e.t;
+                e
+            }
+        };
         self.len -= 1;
-        Some((Instant::from_nanos(e.t), e.ev))
+        Some((Instant::from_nanos(e.t), Event::decode(e.ev)))
     }
 
     /// Time of the earliest entry: the front's (it equals `last`) or else the smallest of

@@ -11,7 +11,7 @@ use crate::config::TcpConfig;
 use crate::conn::{Conn, Out, RstSpec};
 use crate::wire::{flags, TcpPacket, TcpRepr};
 use core::hash::{BuildHasherDefault, Hasher};
-use crate::small::{CachedMap, InlineQueue, TimerHeap};
+use crate::small::{CachedMap, InlineQueue, InlineVec, TimerHeap};
 use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
@@ -58,28 +58,34 @@ struct Listener {
     opts: Vec<SockOpt>,
 }
 
+#[derive(Default)]
 enum Slot {
+    #[default]
     Free,
     Listener(Box<Listener>),
     Conn(Box<Conn>),
 }
 
 /// A host's TCP stack (sans-IO).
+///
+/// `repr(C)`, what every segment reads first (slots, configuration, timer heap, queues,
+/// the demux caches), the maps and the RNG last: at many flows each host is cold when its
+/// next segment comes (docs/performance.md, issue 17, "Session 9").
+#[repr(C)]
 pub struct TcpEndpoint {
+    slots: InlineVec<Slot>,
     /// Shared by the hosts of a simulation that have the same configuration
     /// ([`Self::new_shared`]): the fields a segment reads then stay in cache however many
     /// hosts there are, instead of a ~300-byte copy per host that is cold at every segment.
     cfg: Arc<TcpConfig>,
-    rng: Rng,
-    slots: Vec<Slot>,
-    demux: CachedMap<Tuple, SocketId, FxBuild>,
-    /// Socket key ([`wirelab_core::socket_key`], the `sk` of every [`Transmit`] of a
-    /// connection) → slot, for [`tx_complete`](Self::tx_complete).
-    by_sk: HashMap<u64, u32, FxBuild>,
-    listeners: HashMap<(u32, u16), SocketId, FxBuild>,
     heap: TimerHeap<(Instant, u32)>,
     ready: InlineQueue<u32>,
     events: InlineQueue<(SocketId, SockEvent)>,
+    demux: CachedMap<Tuple, SocketId, FxBuild>,
+    /// Socket key ([`wirelab_core::socket_key`], the `sk` of every [`Transmit`] of a
+    /// connection) → slot, for [`tx_complete`](Self::tx_complete) (one per data segment
+    /// sent; cached like `demux`, so a host with one sending connection reads no table).
+    by_sk: CachedMap<u64, u32, FxBuild>,
     rsts: VecDeque<RstSpec>,
     lazy_payload: bool,
     /// The driver reports transmit completions ([`set_tx_completions`](Self::set_tx_completions)).
@@ -88,6 +94,8 @@ pub struct TcpEndpoint {
     fq_pacing: bool,
     /// The egress qdisc refuses every packet ([`set_local_drop`](Self::set_local_drop)).
     local_drop: bool,
+    listeners: HashMap<(u32, u16), SocketId, FxBuild>,
+    rng: Rng,
 }
 
 impl TcpEndpoint {
@@ -101,9 +109,9 @@ impl TcpEndpoint {
         TcpEndpoint {
             cfg,
             rng,
-            slots: Vec::new(),
+            slots: InlineVec::default(),
             demux: CachedMap::default(),
-            by_sk: HashMap::default(),
+            by_sk: CachedMap::default(),
             listeners: HashMap::default(),
             heap: TimerHeap::default(),
             ready: InlineQueue::default(),
@@ -121,7 +129,7 @@ impl TcpEndpoint {
     /// tail to what `poll_transmit` wrote). The simulator turns it on.
     pub fn set_lazy_payload(&mut self, on: bool) {
         self.lazy_payload = on;
-        for s in &mut self.slots {
+        for s in self.slots.iter_mut() {
             if let Slot::Conn(c) = s {
                 c.lazy_payload = on;
             }
@@ -136,7 +144,7 @@ impl TcpEndpoint {
     /// simulator turns it on.
     pub fn set_tx_completions(&mut self, on: bool) {
         self.tx_completions = on;
-        for s in &mut self.slots {
+        for s in self.slots.iter_mut() {
             if let Slot::Conn(c) = s {
                 c.tsq.on = on;
             }
@@ -204,10 +212,7 @@ impl TcpEndpoint {
             let orphan = c.orphan;
             let parent = c.listener;
             self.demux.remove_if(&key, SocketId(id));
-            let sk = c.tsq.sk;
-            if self.by_sk.get(&sk) == Some(&id) {
-                self.by_sk.remove(&sk);
-            }
+            self.by_sk.remove_if(&c.tsq.sk, id);
             if orphan {
                 if let Some(p) = parent {
                     if let Some(Slot::Listener(l)) = self.slots.get_mut(p.0 as usize) {
@@ -259,7 +264,7 @@ impl TcpEndpoint {
         }
     }
 
-    fn out_parts(&mut self) -> (&TcpConfig, &mut Vec<Slot>, Out<'_>) {
+    fn out_parts(&mut self) -> (&TcpConfig, &mut InlineVec<Slot>, Out<'_>) {
         (&self.cfg, &mut self.slots, Out { ev: &mut self.events, rst: &mut self.rsts })
     }
 
@@ -455,7 +460,7 @@ impl TcpEndpoint {
     /// for transmission (`tcp_tsq_handler()`), and the call returns true: run
     /// `poll_transmit`. Unknown or closed sockets are ignored.
     pub fn tx_complete(&mut self, _now: Instant, sk: u64, truesize: u32) -> bool {
-        let Some(&id) = self.by_sk.get(&sk) else { return false };
+        let Some(id) = self.by_sk.get(&sk) else { return false };
         let Some(Slot::Conn(c)) = self.slots.get_mut(id as usize) else { return false };
         if !c.tx_complete(truesize) {
             return false;

@@ -13,7 +13,8 @@ use std::hash::{BuildHasher, Hash};
 
 /// A FIFO queue whose front element is stored inline: with at most one element queued
 /// (a host with one busy connection) no buffer is touched. Invariant: `first` is `None`
-/// only if `rest` is empty.
+/// only if `rest` is empty. `repr(C)`: the inline element first.
+#[repr(C)]
 pub(crate) struct InlineQueue<T> {
     first: Option<T>,
     rest: VecDeque<T>,
@@ -46,39 +47,132 @@ impl<T> InlineQueue<T> {
     }
 }
 
-/// A min-heap of `(deadline, connection)` that keeps a copy of its top inline, so that
-/// `peek` (every `poll_timeout`, i.e. after every input) reads no buffer; pushes and pops
-/// (about one per timer period, see `TcpEndpoint::rekey`) go to the `BinaryHeap`.
-/// Same entries, same order as the bare `BinaryHeap` (entries are totally ordered).
-#[derive(Default)]
+/// A min-heap of `(deadline, connection)` whose two smallest entries are stored inline,
+/// sorted: `peek` (every `poll_timeout`, i.e. after every input) reads no buffer, and
+/// neither do the pushes and pops of a host with one connection, whose heap holds its
+/// live entry and at most one postponed one (`TcpEndpoint::rekey`): under pacing that is
+/// a pop and one or two pushes per segment. Larger heaps spill into a `BinaryHeap`.
+/// Invariant: `small[1]` is set only if `small[0]` is, the heap is empty unless both
+/// are, and every heap entry is ≥ `small[1]`. Same entries, same pop order as a bare
+/// `BinaryHeap` (entries are totally ordered; equal entries are indistinguishable).
+/// `repr(C)`: the inline entries first.
+#[repr(C)]
 pub(crate) struct TimerHeap<T: Ord + Copy> {
-    top: Option<T>,
+    small: [Option<T>; 2],
     heap: BinaryHeap<Reverse<T>>,
+}
+
+impl<T: Ord + Copy> Default for TimerHeap<T> {
+    fn default() -> Self {
+        TimerHeap { small: [None, None], heap: BinaryHeap::new() }
+    }
 }
 
 impl<T: Ord + Copy> TimerHeap<T> {
     #[inline]
     pub fn peek(&self) -> Option<&T> {
-        self.top.as_ref()
+        self.small[0].as_ref()
     }
     #[inline]
     pub fn push(&mut self, x: T) {
-        if self.top.is_none_or(|t| x < t) {
-            self.top = Some(x);
+        match self.small {
+            [None, _] => self.small[0] = Some(x),
+            [Some(a), None] => self.small = if x < a { [Some(x), Some(a)] } else { [Some(a), Some(x)] },
+            [Some(a), Some(b)] => {
+                if x < b {
+                    // b moves to the heap, x takes its place in order
+                    self.heap.push(Reverse(b));
+                    self.small = if x < a { [Some(x), Some(a)] } else { [Some(a), Some(x)] };
+                } else {
+                    self.heap.push(Reverse(x));
+                }
+            }
         }
-        self.heap.push(Reverse(x));
     }
     #[inline]
     pub fn pop(&mut self) -> Option<T> {
-        let x = self.heap.pop()?.0;
-        self.top = self.heap.peek().map(|r| r.0);
+        let x = self.small[0]?;
+        self.small[0] = self.small[1];
+        self.small[1] = if self.small[0].is_some() { self.heap.pop().map(|r| r.0) } else { None };
         Some(x)
+    }
+}
+
+/// A vector whose first two elements are stored inline: the endpoint's socket slots, so
+/// that a host with a listener and a connection (every host of a many-flow dumbbell)
+/// reaches its connection without reading the vector's buffer. Same indices, same
+/// iteration order as a `Vec`.
+pub(crate) struct InlineVec<T> {
+    head: [T; 2],
+    len: usize,
+    rest: Vec<T>,
+}
+
+impl<T: Default> Default for InlineVec<T> {
+    fn default() -> Self {
+        InlineVec { head: [T::default(), T::default()], len: 0, rest: Vec::new() }
+    }
+}
+
+impl<T> InlineVec<T> {
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<&T> {
+        if i >= self.len {
+            None
+        } else if i < 2 {
+            Some(&self.head[i])
+        } else {
+            self.rest.get(i - 2)
+        }
+    }
+    #[inline]
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
+        if i >= self.len {
+            None
+        } else if i < 2 {
+            Some(&mut self.head[i])
+        } else {
+            self.rest.get_mut(i - 2)
+        }
+    }
+    pub fn push(&mut self, x: T) {
+        if self.len < 2 {
+            self.head[self.len] = x;
+        } else {
+            self.rest.push(x);
+        }
+        self.len += 1;
+    }
+    pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        self.head[..self.len.min(2)].iter().chain(self.rest.iter())
+    }
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> + '_ {
+        self.head[..self.len.min(2)].iter_mut().chain(self.rest.iter_mut())
+    }
+}
+
+impl<T> std::ops::Index<usize> for InlineVec<T> {
+    type Output = T;
+    fn index(&self, i: usize) -> &T {
+        self.get(i).expect("InlineVec index out of range")
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for InlineVec<T> {
+    fn index_mut(&mut self, i: usize) -> &mut T {
+        self.get_mut(i).expect("InlineVec index out of range")
     }
 }
 
 /// A hash map with a one-entry cache of the last key found or inserted: a host's segments
 /// come in runs for the same connection, and at one connection per host every lookup hits
 /// without touching the table. Invariant: a cached `(k, v)` is in the map as `k → v`.
+/// `repr(C)`: the cache before the table.
+#[repr(C)]
 pub(crate) struct CachedMap<K, V, S> {
     last: Option<(K, V)>,
     map: HashMap<K, V, S>,
@@ -143,13 +237,43 @@ mod test {
     }
 
     #[test]
+    fn inline_vec_is_a_vec() {
+        let mut v: InlineVec<u32> = InlineVec::default();
+        let mut r = Vec::new();
+        assert_eq!(v.get(0), None);
+        for i in 0..7u32 {
+            v.push(i * 10);
+            r.push(i * 10);
+            assert_eq!(v.len(), r.len());
+            for k in 0..9 {
+                assert_eq!(v.get(k), r.get(k));
+            }
+            assert!(v.iter().eq(r.iter()));
+        }
+        v[1] = 11;
+        r[1] = 11;
+        *v.get_mut(5).unwrap() += 1;
+        r[5] += 1;
+        for x in v.iter_mut() {
+            *x += 1;
+        }
+        for x in r.iter_mut() {
+            *x += 1;
+        }
+        assert!(v.iter().eq(r.iter()));
+        assert_eq!(v.get_mut(7), None);
+    }
+
+    #[test]
     fn timer_heap_matches_binary_heap() {
         let mut h = TimerHeap::default();
         let mut b = BinaryHeap::new();
         let mut x = 12345u64;
-        for _ in 0..2000 {
+        // pushes 3 in 4 (the heap grows and spills), then 1 in 2 (it stays small)
+        for i in 0..4000 {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            if x >> 62 == 0 {
+            let pop = if i < 2000 { x >> 62 == 0 } else { x >> 63 == 0 || b.len() > 3 };
+            if pop {
                 assert_eq!(h.pop(), b.pop().map(|Reverse(v)| v));
             } else {
                 let v = ((x >> 40) % 50, (x >> 20) as u32 % 4);

@@ -84,11 +84,22 @@ pub const CA_ACK_ECE: u32 = 1 << 2;
 
 /// The part of `struct tcp_sock` (and `struct sock`) a module may read or write.
 ///
-/// The first group is the module's to change (cwnd in packets, ssthresh, pacing rate, ...);
-/// the connection refreshes the snapshot group before each call, and acts on the request
-/// group after it.
+/// The module changes cwnd (in packets), ssthresh, the pacing rate, `prior_cwnd`,
+/// `app_limited` and `demand_cwr`; the connection refreshes the snapshot fields ("at the
+/// time of the call", the clocks; the full snapshot only for modules that ask,
+/// [`CongestionOps::needs_snapshot`]) before each call, and acts on the requests
+/// (`tx_ack`, `ack_now`, `request_pacing`) after it. `repr(C)`: what every ACK touches
+/// first, in one cache line (issue 17, docs/performance.md "Session 9").
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 pub struct CcSock {
+    // ---- what every ACK reads or writes (`sync_tp`, `cong_avoid`, `tcp_update_pacing_rate()`): one line ----
+    /// `sk_pacing_rate` in bytes/s (`u64::MAX` = `~0UL`, unpaced).
+    pub pacing_rate: u64,
+    /// `sk_max_pacing_rate` (`SO_MAX_PACING_RATE`; `u64::MAX` = none).
+    pub max_pacing_rate: u64,
+    /// Now, in microseconds (`tcp_clock_us()`, `tp->tcp_mstamp`).
+    pub now_us: u64,
     /// `snd_cwnd` (packets).
     pub snd_cwnd: u32,
     /// `snd_ssthresh` (packets).
@@ -97,39 +108,41 @@ pub struct CcSock {
     pub snd_cwnd_cnt: u32,
     /// `snd_cwnd_clamp`.
     pub snd_cwnd_clamp: u32,
-    /// `prior_cwnd`: cwnd when the current reduction started (read by `undo_cwnd`).
-    pub prior_cwnd: u32,
-    /// `sk_pacing_rate` in bytes/s (`u64::MAX` = `~0UL`, unpaced).
-    pub pacing_rate: u64,
-    /// `sk_max_pacing_rate` (`SO_MAX_PACING_RATE`; `u64::MAX` = none).
-    pub max_pacing_rate: u64,
-    /// `tp->app_limited`: `delivered` + in flight when the sender became
-    /// application-limited, 0 when it is not (BBR's PROBE_RTT sets it too).
-    pub app_limited: u32,
-    /// `ecn_flags & TCP_ECN_DEMAND_CWR`: echo ECE on the ACKs we send (DCTCP sets it).
-    pub demand_cwr: bool,
-
-    // ---- snapshot, refreshed before each call ----
     /// `snd_una` at the time of the call.
     pub snd_una: SeqNumber,
     /// `snd_nxt` at the time of the call.
     pub snd_nxt: SeqNumber,
-    /// `rcv_nxt` at the time of the call.
-    pub rcv_nxt: SeqNumber,
-    /// `tcp_is_cwnd_limited()` at the time of the call.
-    pub cwnd_limited: bool,
     /// Now, in jiffies (`tcp_jiffies32`).
     pub jiffies: u32,
-    /// Now, in microseconds (`tcp_clock_us()`, `tp->tcp_mstamp`).
-    pub now_us: u64,
-    /// Now, in nanoseconds (`tp->tcp_clock_cache`).
-    pub clock_ns: u64,
-    /// Earliest departure time of the next packet (`tp->tcp_wstamp_ns`).
-    pub wstamp_ns: u64,
     /// `lsndtime` in jiffies (last data send).
     pub lsndtime: u32,
     /// Kernel HZ.
     pub hz: u32,
+    /// `ecn_flags & TCP_ECN_DEMAND_CWR`: echo ECE on the ACKs we send (DCTCP sets it).
+    pub demand_cwr: bool,
+    /// `tcp_is_cwnd_limited()` at the time of the call.
+    pub cwnd_limited: bool,
+    /// ACK the current data at once (`icsk_ack.pending |= ICSK_ACK_NOW`).
+    pub ack_now: bool,
+    /// Pace this socket (`sk_pacing_status` NONE → NEEDED, as `bbr_init()` does).
+    pub request_pacing: bool,
+    // ---- the rest ----
+    /// `prior_cwnd`: cwnd when the current reduction started (read by `undo_cwnd`).
+    pub prior_cwnd: u32,
+    /// `tp->app_limited`: `delivered` + in flight when the sender became
+    /// application-limited, 0 when it is not (BBR's PROBE_RTT sets it too).
+    pub app_limited: u32,
+    /// Send an ACK for this `rcv_nxt` with ECE as given, now (`__tcp_send_ack(sk,
+    /// prior_rcv_nxt)`, DCTCP's ACK reflecting the previous CE state).
+    pub tx_ack: Option<(SeqNumber, bool)>,
+    /// Now, in nanoseconds (`tp->tcp_clock_cache`).
+    pub clock_ns: u64,
+    /// Earliest departure time of the next packet (`tp->tcp_wstamp_ns`).
+    pub wstamp_ns: u64,
+    /// `tp->delivered_mstamp` (µs).
+    pub delivered_mstamp_us: u64,
+    /// `rcv_nxt` at the time of the call.
+    pub rcv_nxt: SeqNumber,
     /// `mss_cache`.
     pub mss_cache: u32,
     /// `srtt_us` (smoothed RTT << 3, µs; 0 = no sample).
@@ -142,8 +155,6 @@ pub struct CcSock {
     pub delivered_ce: u32,
     /// `tp->lost`: packets marked lost so far.
     pub lost: u32,
-    /// `tp->delivered_mstamp` (µs).
-    pub delivered_mstamp_us: u64,
     /// `packets_out`.
     pub packets_out: u32,
     /// `tcp_packets_in_flight()`.
@@ -154,15 +165,6 @@ pub struct CcSock {
     pub ecn_ok: bool,
     /// A delayed ACK is pending (`icsk_ack.pending & ICSK_ACK_TIMER`).
     pub ack_timer_pending: bool,
-
-    // ---- requests to the connection ----
-    /// Send an ACK for this `rcv_nxt` with ECE as given, now (`__tcp_send_ack(sk,
-    /// prior_rcv_nxt)`, DCTCP's ACK reflecting the previous CE state).
-    pub tx_ack: Option<(SeqNumber, bool)>,
-    /// ACK the current data at once (`icsk_ack.pending |= ICSK_ACK_NOW`).
-    pub ack_now: bool,
-    /// Pace this socket (`sk_pacing_status` NONE → NEEDED, as `bbr_init()` does).
-    pub request_pacing: bool,
 }
 
 impl CcSock {

@@ -14,26 +14,29 @@ pub(crate) const ACK_PUSHED2: u8 = 8;
 pub(crate) const ACK_NOW: u8 = 16;
 
 /// `icsk_ack` plus the decision "an ACK must go out at the next transmit opportunity".
+/// `repr(C)` with `timer` first: it sits next to the connection's other timers, which the
+/// endpoint reads after every call (`Conn::next_deadline`).
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub(crate) struct DelAck {
-    /// `ICSK_ACK_*` bits.
-    pub pending: u8,
-    /// Delayed-ACK timeout estimate.
-    pub ato: Duration,
-    /// Last data arrival (`lrcvtime`).
-    pub lrcvtime: Instant,
-    /// Quick ACKs left (`quick`).
-    pub quick: u32,
-    /// Interactive mode (`pingpong`).
-    pub pingpong: bool,
-    /// Estimate of the peer's MSS (`rcv_mss`).
-    pub rcv_mss: u32,
-    /// `TCP_ATO_MIN` of the profile.
-    pub ato_min: Duration,
-    /// `TCP_MAX_QUICKACKS` of the profile.
-    pub max_quickacks: u32,
     /// The delayed-ACK timer (`icsk_delack_timer`), if armed.
     pub timer: Option<Instant>,
+    /// Last data arrival (`lrcvtime`).
+    pub lrcvtime: Instant,
+    /// Delayed-ACK timeout estimate.
+    pub ato: Duration,
+    /// `TCP_ATO_MIN` of the profile.
+    pub ato_min: Duration,
+    /// Quick ACKs left (`quick`).
+    pub quick: u32,
+    /// Estimate of the peer's MSS (`rcv_mss`).
+    pub rcv_mss: u32,
+    /// `TCP_MAX_QUICKACKS` of the profile.
+    pub max_quickacks: u32,
+    /// `ICSK_ACK_*` bits.
+    pub pending: u8,
+    /// Interactive mode (`pingpong`).
+    pub pingpong: bool,
     /// An ACK is due now (`tcp_send_ack()` at the next transmit opportunity).
     pub send_now: bool,
 }

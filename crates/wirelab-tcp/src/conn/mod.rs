@@ -104,171 +104,175 @@ pub(crate) struct Out<'a> {
 
 /// Per-connection counters shown in `tcp_info`.
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 struct Stats {
+    segs_out: u64,
+    segs_in: u64,
+    bytes_acked: u64,
+    bytes_received: u64,
     /// RTO expiries, SYN timeouts included.
     rto_count: u32,
     total_retrans: u32,
     reord_seen: u32,
     dsack_count: u32,
-    bytes_acked: u64,
-    bytes_received: u64,
-    segs_out: u64,
-    segs_in: u64,
 }
 
 /// A TCP connection.
+///
+/// `repr(C)`, fields in the order of the paths that read them: at many flows a paced
+/// segment finds its connection cold (docs/performance.md, issue 17, "Session 9"), and
+/// each 64-byte line a path touches is a refill. First what every visit reads, then the
+/// sequence space, the send/ACK path's parts, the receive path's, and last what only the
+/// handshake, loss recovery, options or `tcp_info` read. Keep new fields in their group.
+#[repr(C)]
 pub(crate) struct Conn {
-    pub id: SocketId,
+    // ---- every visit: the endpoint's `touch`/`rekey`/`clean_heap` (`next_deadline`), `wants_transmit` and the top of `poll_transmit` ----
+    pub heap_key: Option<Instant>,
+    xmit_timer: Option<(Instant, XmitTimer)>,
+    sk_timer: Option<(Instant, SkTimer)>,
     pub state: TcpState,
-    pub local: SocketAddrV4,
-    pub remote: SocketAddrV4,
-    pub tos: u8,
-    /// Parent listener while not yet accepted.
-    pub listener: Option<SocketId>,
+    pub in_ready: bool,
     /// The application closed (or never owned) this socket.
     pub orphan: bool,
-    /// Whether a `Closed`/`Reset` event has been delivered.
-    closed_notified: bool,
-    /// Sticky error reported to the application.
-    pub err: Option<SockError>,
-    // timer-heap bookkeeping for the endpoint
-    pub heap_key: Option<Instant>,
-    pub in_ready: bool,
-    /// Pass `send_static` payload at the end of a segment by reference
-    /// ([`wirelab_core::Transmit::tail`]) instead of copying it into the buffer.
-    pub lazy_payload: bool,
-
-    // ---- options and negotiated parameters (rx_opt) ----
-    nodelay: bool,
-    /// `TCP_MAXSEG` (`rx_opt.user_mss`), 0 = unset.
-    user_mss: u32,
-    /// [`SockOpt::MidstreamMss`]: honour MSS options after the handshake (wirelab extension).
-    midstream_mss: bool,
-    /// Receiver-side window policy (seed 003 rate control).
-    rcv_policy: Option<Box<dyn RcvWindowPolicy>>,
-    sack_ok: bool,
-    tstamp_ok: bool,
-    wscale_ok: bool,
-    snd_wscale: u8,
-    rcv_wscale: u8,
-    ts_offset: u32,
-    ts_recent: u32,
-    saw_tstamp_ecr: u32,
-    advmss: u32,
-    mss_cache: u32,
-    peer_mss: u32,
-    /// The MSS of the peer's SYN (a ceiling for [`SockOpt::MidstreamMss`]).
-    syn_peer_mss: u32,
-
-    // ---- send side ----
-    iss: SeqNumber,
-    snd_una: SeqNumber,
-    snd_nxt: SeqNumber,
-    snd_wnd: u32,
-    snd_wl1: SeqNumber,
-    max_window: u32,
-    snd_sml: SeqNumber,
-    snd_ring: SendRing,
-    snd_buf_seq: SeqNumber,
-    sndbuf: u32,
-    sndbuf_locked: bool,
-    write_blocked: bool,
-    fin_queued: bool,
-    fin_sent: bool,
     tx_syn: bool,
-    syn_xmit: Instant,
-    syn_retrans: bool,
     tx_probe: bool,
     tx_wakeup: bool,
+    /// F-RTO step 2b: send new data instead of retransmitting (`REXMIT_NEW`), this ACK.
+    rexmit_new: bool,
     /// The egress qdisc drops every packet: transmissions fail locally
     /// (`TcpEndpoint::set_local_drop`).
     pub(crate) local_drop: bool,
-    rtx: RtxQueue,
-    ca_state: CaState,
-    high_seq: SeqNumber,
-    /// The dupthresh (`tp->reordering`).
-    reordering: u32,
-    undo: Undo,
-    prr: Prr,
-    /// F-RTO (RFC 5682) in progress (`tp->frto`).
-    frto: bool,
-    /// F-RTO step 2b: send new data instead of retransmitting (`REXMIT_NEW`), this ACK.
-    rexmit_new: bool,
-    tlp: Tlp,
-    rack: Rack,
-    thin: ThinState,
-    tp: CcSock,
-    cc: Box<dyn CongestionOps>,
-    /// `icsk_ca_initialized`: the module's `init` ran.
-    cc_initialized: bool,
+    /// Pass `send_static` payload at the end of a segment by reference
+    /// ([`wirelab_core::Transmit::tail`]) instead of copying it into the buffer.
+    pub lazy_payload: bool,
+    fin_queued: bool,
+    fin_sent: bool,
+    sack_ok: bool,
+    tstamp_ok: bool,
+    nodelay: bool,
     /// The module reads the full snapshot (`CongestionOps::needs_snapshot`).
     cc_snapshot: bool,
-    /// `tp->ecn_flags`.
-    ecn: Ecn,
-    /// The ECN field of the segment being processed (`TCP_SKB_CB(skb)->ip_dsfield`).
-    rx_tos: u8,
-    /// The SYN's (ECE and CWR, ECT) for `tcp_ecn_create_request()` (passive side).
-    syn_ecn: (bool, bool),
-    /// The last time the driver passed in (for calls that carry none, `setsockopt`).
-    last_now: Instant,
+    /// The last `tcp_write_xmit()` stopped at the peer's window (`is_rwnd_limited`).
+    rwnd_hit: bool,
+    ack: DelAck,
     /// An ACK a module asked for (`__tcp_send_ack(sk, rcv_nxt)` with an older `rcv_nxt`
     /// and the ECE it had then), sent before anything else.
     special_ack: Option<(SeqNumber, bool)>,
     pacing: Pacing,
-    /// TCP Small Queues (`sk_wmem_alloc`, `TSQ_THROTTLED`).
-    pub(crate) tsq: tsq::Tsq,
-    // cwnd validation (tcp_cwnd_validate)
-    is_cwnd_limited: bool,
+    // ---- sequence space, windows, timestamps, MSS: read by every segment in and out, on both sides ----
+    snd_una: SeqNumber,
+    snd_nxt: SeqNumber,
+    snd_wnd: u32,
+    snd_wl1: SeqNumber,
+    snd_buf_seq: SeqNumber,
+    snd_sml: SeqNumber,
+    high_seq: SeqNumber,
+    mss_cache: u32,
+    rcv_nxt: SeqNumber,
+    rcv_wup: SeqNumber,
+    rcv_wnd: u32,
+    rcv_ssthresh: u32,
+    window_clamp: u32,
+    rcvbuf: u32,
+    copied_seq: SeqNumber,
+    advmss: u32,
+    ts_offset: u32,
+    ts_recent: u32,
+    saw_tstamp_ecr: u32,
+    pub id: SocketId,
+    /// The dupthresh (`tp->reordering`).
+    reordering: u32,
+    sndbuf: u32,
+    /// `icsk_retransmits`.
+    retransmits: u32,
+    /// `icsk_probes_out`.
+    probes_out: u32,
     max_packets_out: u32,
     cwnd_usage_seq: SeqNumber,
     snd_cwnd_used: u32,
-    snd_cwnd_stamp: Instant,
+    max_window: u32,
+    ca_state: CaState,
+    /// `tp->ecn_flags`.
+    ecn: Ecn,
+    /// The ECN field of the segment being processed (`TCP_SKB_CB(skb)->ip_dsfield`).
+    rx_tos: u8,
+    pub tos: u8,
+    snd_wscale: u8,
+    rcv_wscale: u8,
+    is_cwnd_limited: bool,
+    write_blocked: bool,
+    /// The reader only discards (`discard_payload`): arriving bytes are counted, not stored.
+    rcv_discard: bool,
+    peer_fin: bool,
+    readable_signaled: bool,
+    /// F-RTO (RFC 5682) in progress (`tp->frto`).
+    frto: bool,
+    /// Sticky error reported to the application (read by every `send` and `recv`).
+    pub err: Option<SockError>,
+    /// (Read by every ACK, `tcp_check_space()`.)
+    sndbuf_locked: bool,
+    pub local: SocketAddrV4,
+    pub remote: SocketAddrV4,
     lsndtime: Instant,
+    snd_cwnd_stamp: Instant,
+    /// The last time the driver passed in (for calls that carry none, `setsockopt`).
+    last_now: Instant,
+    // ---- the send and ACK paths' parts ----
+    /// The write queue as skbs, the TSO packet in flight out, sizing state.
+    wq: tso::WriteQueue,
+    snd_ring: SendRing,
+    rtx: RtxQueue,
+    /// TCP Small Queues (`sk_wmem_alloc`, `TSQ_THROTTLED`).
+    pub(crate) tsq: tsq::Tsq,
+    tp: CcSock,
+    cc: Box<dyn CongestionOps>,
+    rate: RateState,
+    rack: Rack,
     rtt: RttEstimator,
-    /// `icsk_retransmits`.
-    retransmits: u32,
+    /// `tcp_chrono_*`: busy / rwnd-limited / sndbuf-limited time.
+    chrono: chrono::Chrono,
+    tlp: Tlp,
     /// `retrans_stamp`: first retransmission of the current episode.
     retrans_stamp: Option<Instant>,
-    /// `icsk_probes_out`.
-    probes_out: u32,
+    stats: Stats,
+    /// Thin-stream state (its `rdb_mode` is read by every ACK that advances `snd_una`).
+    thin: ThinState,
+    // ---- the receive path's parts ----
+    rcv_ring: Ring,
+    rcvq: RcvSpace,
+    ofo: OfoQueue,
+    /// Receiver-side window policy (seed 003 rate control).
+    rcv_policy: Option<Box<dyn RcvWindowPolicy>>,
+    fin_rcvd: Option<SeqNumber>,
+    // ---- cold: loss recovery, thin streams, the handshake, options and rarely used state ----
+    undo: Undo,
+    prr: Prr,
+    syn_xmit: Instant,
     /// `icsk_probes_tstamp`: when zero-window probing started (the probe timer's first run).
     probes_tstamp: Option<Instant>,
     /// `icsk_user_timeout` (`TCP_USER_TIMEOUT`).
     user_timeout: Option<wirelab_core::Duration>,
-    rate: RateState,
-    /// `tcp_chrono_*`: busy / rwnd-limited / sndbuf-limited time.
-    chrono: chrono::Chrono,
-    /// The last `tcp_write_xmit()` stopped at the peer's window (`is_rwnd_limited`).
-    rwnd_hit: bool,
-    /// The write queue as skbs, the TSO packet in flight out, sizing state.
-    wq: tso::WriteQueue,
-
-    // ---- receive side ----
+    /// Parent listener while not yet accepted.
+    pub listener: Option<SocketId>,
+    iss: SeqNumber,
     irs: SeqNumber,
-    rcv_nxt: SeqNumber,
-    rcv_wnd: u32,
-    rcv_wup: SeqNumber,
-    copied_seq: SeqNumber,
-    rcv_ssthresh: u32,
-    window_clamp: u32,
-    rcvbuf: u32,
-    rcvbuf_locked: bool,
+    peer_mss: u32,
+    /// The MSS of the peer's SYN (a ceiling for [`SockOpt::MidstreamMss`]).
+    syn_peer_mss: u32,
+    /// `TCP_MAXSEG` (`rx_opt.user_mss`), 0 = unset.
+    user_mss: u32,
     user_window_clamp: u32,
-    rcv_ring: Ring,
-    /// The reader only discards (`discard_payload`): arriving bytes are counted, not stored.
-    rcv_discard: bool,
-    ofo: OfoQueue,
-    fin_rcvd: Option<SeqNumber>,
-    peer_fin: bool,
-    readable_signaled: bool,
-    ack: DelAck,
-    rcvq: RcvSpace,
-
-    // ---- timers (the delayed-ACK timer is in `ack`) ----
-    xmit_timer: Option<(Instant, XmitTimer)>,
-    sk_timer: Option<(Instant, SkTimer)>,
-
-    stats: Stats,
+    /// Whether a `Closed`/`Reset` event has been delivered.
+    closed_notified: bool,
+    /// [`SockOpt::MidstreamMss`]: honour MSS options after the handshake (wirelab extension).
+    midstream_mss: bool,
+    wscale_ok: bool,
+    rcvbuf_locked: bool,
+    syn_retrans: bool,
+    /// `icsk_ca_initialized`: the module's `init` ran.
+    cc_initialized: bool,
+    /// The SYN's (ECE and CWR, ECT) for `tcp_ecn_create_request()` (passive side).
+    syn_ecn: (bool, bool),
 }
 
 /// `SKB_TRUESIZE()` of the head `tcp_stream_alloc_skb()` allocates for each skb of the write
@@ -720,5 +724,29 @@ pub(crate) mod test_access {
             self.window_clamp = wc;
             w
         }
+    }
+}
+
+#[cfg(test)]
+mod layout {
+    use super::*;
+    use core::mem::offset_of;
+
+    /// What the endpoint reads after every call (`next_deadline`, `touch`) shares the first
+    /// line, with the delayed-ACK and pacing timers right after it; the hot groups come
+    /// before the cold ones (docs/performance.md, issue 17, "Session 9").
+    #[test]
+    fn hot_fields_first() {
+        for o in [offset_of!(Conn, heap_key), offset_of!(Conn, xmit_timer), offset_of!(Conn, sk_timer), offset_of!(Conn, state), offset_of!(Conn, in_ready)] {
+            assert!(o < 64, "{o}");
+        }
+        assert_eq!(offset_of!(DelAck, timer), 0);
+        assert_eq!(offset_of!(Pacing, timer), 0);
+        assert!(offset_of!(Conn, pacing) + offset_of!(Pacing, timer) < 3 * 64);
+        assert!(offset_of!(Conn, mss_cache) < offset_of!(Conn, wq));
+        assert!(offset_of!(Conn, stats) < offset_of!(Conn, rcv_ring));
+        assert!(offset_of!(Conn, ofo) < offset_of!(Conn, undo));
+        assert!(offset_of!(Conn, thin) < offset_of!(Conn, iss));
+        assert!(offset_of!(crate::cc::CcSock, request_pacing) < 64);
     }
 }

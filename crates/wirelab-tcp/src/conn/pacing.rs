@@ -16,26 +16,28 @@ pub(crate) enum PacingStatus {
     Fq,
 }
 
-/// Pacing state of a connection.
+/// Pacing state of a connection. `repr(C)` with `timer` first, next to the connection's
+/// other timers (`Conn::next_deadline`).
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub(crate) struct Pacing {
-    pub status: PacingStatus,
-    /// Pacing was asked for (a module or `SO_MAX_PACING_RATE`).
-    pub requested: bool,
-    /// `tp->tcp_wstamp_ns`: earliest departure time of the next packet.
-    pub wstamp: Instant,
     /// The pacing hrtimer (`tp->pacing_timer`), if armed.
     pub timer: Option<Instant>,
-    /// `tp->data_segs_out`: data segments sent (the first 10 are not paced).
-    pub data_segs_out: u32,
-    /// The TSO packet whose first segment goes next: (segments, payload bytes).
-    tso_next: Option<(u32, u32)>,
+    /// `tp->tcp_wstamp_ns`: earliest departure time of the next packet.
+    pub wstamp: Instant,
+    /// The clock of the last `stamp()`, and whether it stamped a later segment of `gso`.
+    stamped: (Instant, bool),
     /// The TSO packet being sent: its segments leave together, at the EDT of the first
     /// (GSO segments one skb on the device) — (the clock when it started, EDT, segments
     /// still to go).
     gso: Option<(Instant, Instant, u32)>,
-    /// The clock of the last `stamp()`, and whether it stamped a later segment of `gso`.
-    stamped: (Instant, bool),
+    /// The TSO packet whose first segment goes next: (segments, payload bytes).
+    tso_next: Option<(u32, u32)>,
+    /// `tp->data_segs_out`: data segments sent (the first 10 are not paced).
+    pub data_segs_out: u32,
+    pub status: PacingStatus,
+    /// Pacing was asked for (a module or `SO_MAX_PACING_RATE`).
+    pub requested: bool,
 }
 
 impl Pacing {
