@@ -338,14 +338,13 @@ impl Conn {
         let in_piece = cfg.tso && matches!(self.wq.rtx_piece, Some((end, _)) if !end.before(s.end));
         // the RTO's own retransmission of the head is not checked (tcp_retransmit_timer())
         let rto_head = std::mem::take(&mut self.tsq.rto_head) && k == 0;
-        if !in_piece && !rto_head {
-            let segs = if cfg.tso { self.rtx.lost_run(k).min(self.tp.snd_cwnd - self.in_flight()).max(1) } else { 1 };
-            if self.small_queue_check(cfg, s.data_len() * segs, 1) {
-                return None;
-            }
+        let segs = if cfg.tso && !in_piece { self.rtx.lost_run(k).min(self.tp.snd_cwnd - self.in_flight()).max(1) } else { 1 };
+        if !in_piece && !rto_head && self.small_queue_check(cfg, s.data_len() * segs, 1) {
+            return None;
         }
         if !in_piece {
             self.tsq.skb_head = true;
+            self.tsq.gso = (segs.min(u16::MAX as u32) as u16, s.data_len() * segs);
         }
         // tcp_retransmit_skb(): a lost TSO packet goes again as one, as far as the cwnd
         // allows; the rest is split off (tcp_fragment()) as a packet of its own
@@ -470,6 +469,7 @@ impl Conn {
         let edt = self.pacing.wstamp.max(now);
         let tx = self.rate.skb_sent(edt, self.rtx.packets_out);
         self.tsq.skb_head = true;
+        self.tsq.gso = (1, 0);
         if let Some(m) = self.rtx.q.back_mut() {
             m.xmit = edt;
             m.rdb_start = m.seq;
@@ -599,6 +599,7 @@ impl Conn {
             return None;
         }
         self.tsq.skb_head = true;
+        self.tsq.gso = (1, len);
         // tcp_write_wakeup() marks its probe TCPHDR_PSH whatever it splits off
         let psh = len > 0 && (len == unsent || wakeup);
         Some(self.send_new_segment(cfg, now, buf, len, with_fin, (psh, psh), probe, 0))
@@ -700,6 +701,7 @@ impl Conn {
         self.tsq.skb_head = true;
         let id = self.wq.new_id();
         let p = super::tso::Piece { id, end: self.snd_nxt + bytes, segs: bytes.div_ceil(mss), psh_end: bytes == skb_len && head.psh };
+        self.tsq.gso = (p.segs.min(u16::MAX as u32) as u16, bytes);
         self.wq.piece = Some(p);
         self.pacing.tso_packet(p.segs, bytes);
         Some(self.send_piece_segment(cfg, now, buf, p, bytes.min(mss), probe))
@@ -1040,6 +1042,11 @@ impl Conn {
             pacing_rate: self.tp.pacing_rate,
             tail,
             tsq,
+            // a GSO skb: its segments' IP bytes, each with this segment's headers
+            gso: match self.tsq.gso {
+                (segs, bytes) if segs >= 2 && tsq != wirelab_core::tsq::NONE => (segs, bytes + segs as u32 * (20 + hl as u32)),
+                _ => (0, 0),
+            },
         }
     }
 
