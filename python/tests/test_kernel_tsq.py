@@ -3,7 +3,7 @@
 scripts/tsq-kernel.py puts one kernel CUBIC flow through a veth pair with a 10 Mbit/s tbf on
 the sender and samples the tbf's backlog; wirelab runs the same topology
 (scenarios/tsq/tbf-veth.toml). With TSQ both hold about the TSQ limit in the sender's own
-qdisc (medians over 1-6 s: kernel ~115 kB, wirelab ~145 kB); without TSQ wirelab's backlog
+qdisc (medians over 1-6 s: kernel 112-119 kB, wirelab 115 kB); without TSQ wirelab's backlog
 follows the window (~240 kB median, ~400 kB peak, still growing). Needs root and network namespaces (CI has them); skipped
 elsewhere with the reason.
 """
@@ -34,9 +34,10 @@ def test_kernel_and_wirelab_hold_about_the_tsq_limit_in_the_senders_tbf():
     # The kernel is the oracle: TSQ keeps its tbf far below the window and the 400-ms tbf limit.
     assert kernel["samples"] >= 10 and 20_000 < k < 200_000, kernel
     assert kernel["drops"] == 0 and wl["drops"] == 0, (kernel, wl)
-    # wirelab within a factor of 1.5 of the kernel, median and peak (measured 1.1-1.4: the
-    # kernel's tbf re-splits 64 KiB GSO skbs, wirelab's does not; docs/tcp.md lists the
-    # deviations). Without TSQ wirelab's backlog follows the window: 2.1x and 2.6x here.
+    # wirelab within a factor of 1.3 of the kernel, median and peak (measured 0.93-1.06
+    # since wirelab's tbf re-charges the segments of GSO skbs above its max_size as
+    # tbf_segment() does; 1.2-1.45 before; docs/tcp.md). Without TSQ wirelab's backlog
+    # follows the window: 2.1x and 2.6x here.
     print("kernel", kernel, "wirelab", wl)
-    assert k / 1.5 < w < k * 1.5, (kernel, wl)
-    assert wl["backlog_b_max"] < 1.5 * kernel["backlog_b_max"], (kernel, wl)
+    assert k / 1.3 < w < k * 1.3, (kernel, wl)
+    assert wl["backlog_b_max"] < 1.3 * kernel["backlog_b_max"], (kernel, wl)

@@ -27,6 +27,23 @@ def _skip_reason():
 
 pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
 
+# One thread runs the emulated topology in real time; on a loaded host its events run late
+# and the kernel sees a distorted path (docs/live.md, "Real-time lag"). Runs measured on a
+# busy 2-core host had an event-lag p99 of 4-9 ms; one failed comparison had 64 ms.
+MAX_LAG_P99_MS = 25.0
+
+
+def live_with_lag_guard(scenario: dict, out: Path):
+    """``wirelab.live`` once more if the driver fell behind real time, then skip with the
+    measured lag: a comparison with the kernel is only meaningful on the path it describes."""
+    for attempt in ("", "-retry"):
+        res = wirelab.live(scenario, out=Path(f"{out}{attempt}"))
+        p99_ms = res.summary["live"]["event_lag"]["p99_ns"] / 1e6
+        if p99_ms <= MAX_LAG_P99_MS:
+            return res, Path(f"{out}{attempt}")
+    pytest.skip(f"host too loaded for a real-time run: event-lag p99 {p99_ms:.1f} ms "
+                f"> {MAX_LAG_P99_MS} ms twice")
+
 
 def shared_bottleneck(cc: str) -> dict:
     """Kernel host k (TUN) and simulated host s send through r1 ═ 20 Mbit/s, 20 ms,
@@ -76,7 +93,7 @@ def wirelab_knows(cc: str) -> bool:
 def test_kernel_and_wirelab_flows_share_a_bottleneck_and_the_report_puts_them_side_by_side(tmp_path, cc):
     if not wirelab_knows(cc):
         pytest.skip(f"wirelab's TCP has no `{cc}` yet (the harness is ready: docs/live.md)")
-    res = wirelab.live(shared_bottleneck(cc), out=tmp_path)
+    res, tmp_path = live_with_lag_guard(shared_bottleneck(cc), tmp_path / "live")
     live = res.summary["live"]
     assert live["ended_by"] == "commands", live
     r = live_compare.compare(tmp_path, "cmd/k-spawn-0.log", "ksink", "wsink", "wbulk", 5001)
@@ -145,11 +162,11 @@ def test_kernel_cubic_and_wirelab_cubic_have_the_same_congestion_epochs(tmp_path
     kernel period 2.40-2.45 s, W_max 67-69, 48 after the cut (beta 717/1024), growth
     15 then 4-7 packets per half epoch; wirelab 2.40-2.45 s, 66-70, 49, 15 then 2-6."""
     seconds = 25
-    res = wirelab.live(single_flow("kernel", seconds), out=tmp_path / "kernel")
+    res, kdir = live_with_lag_guard(single_flow("kernel", seconds), tmp_path / "kernel")
     import json
-    assert json.loads((tmp_path / "kernel" / "k-send.json").read_text())["cc"] == "cubic"
+    assert json.loads((kdir / "k-send.json").read_text())["cc"] == "cubic"
     t0 = res.summary["live"]["t0_unix_s"]
-    ss = live_compare.parse_ss(tmp_path / "kernel" / "cmd/k-spawn-0.log", t0, 5001)
+    ss = live_compare.parse_ss(kdir / "cmd/k-spawn-0.log", t0, 5001)
     wirelab.run(single_flow("wirelab", seconds), out=tmp_path / "wirelab")
     import pandas as pd
     tcp = pd.read_csv(tmp_path / "wirelab" / "tcp_timeseries.csv")

@@ -56,6 +56,10 @@ pub struct Transmit {
     /// sees a charged datagram reports its release with the engine's `tx_complete(sk,
     /// truesize)` once it has left the host (see docs/tcp.md, "TCP Small Queues").
     pub tsq: u8,
+    /// The TSO skb this datagram is a segment of, for qdiscs that segment GSO skbs on
+    /// enqueue (`tbf_segment()`): its segment count (`gso_segs`; 0 or 1: not a GSO skb)
+    /// and the IP bytes of all its segments together.
+    pub gso: (u16, u32),
 }
 
 /// TCP Small Queues bookkeeping shared by the TCP engine and the drivers: what one
@@ -75,11 +79,22 @@ pub mod tsq {
     pub const SEG: u8 = 1;
     /// Charged its IP length plus [`SKB_OVERHEAD`]: the first (or only) segment of an skb.
     pub const SKB_HEAD: u8 = 2;
+    /// Charged its IP length plus [`GSO_SEG_OVERHEAD`]: a segment of a GSO skb that a
+    /// qdisc segmented on enqueue (`tbf_segment()`), each segment then an skb of its own.
+    pub const GSO_SEG: u8 = 3;
     /// The fixed part of a TCP skb's truesize less the 52 header bytes wirelab counts in
     /// the IP length: `SKB_TRUESIZE(704)` = 704 + 256 (`struct sk_buff`) + 320
     /// (`skb_shared_info`) = 1 280 on x86-64 Linux 6.18 (`MAX_TCP_HEADER` 320 rounded
     /// by `kmalloc_reserve()` to 1 KiB), measured with `ss -tm` (docs/tcp.md).
     pub const SKB_OVERHEAD: u32 = 1280 - 52;
+    /// The fixed truesize of one segment `skb_segment()` cuts from a GSO skb, less the 52
+    /// header bytes: each segment gets a head of the GSO skb's headroom plus headers
+    /// (`__alloc_skb(hsize + doffset + headroom)`: the `MAX_TCP_HEADER` = 256 bytes
+    /// `tcp_stream_alloc_skb()` allocated, from the 576-byte small-head cache),
+    /// `SKB_TRUESIZE(256)` = 256 + 256 + 320 = 832, plus its payload (`nskb->truesize +=
+    /// nskb->data_len`); `tcp_gso_segment()` charges the socket the sum. 832 is the head
+    /// `SO_MEMINFO` shows on this 6.18 kernel (`wmem_queued` 932 after a 100-byte write).
+    pub const GSO_SEG_OVERHEAD: u32 = 832 - 52;
 
     /// The truesize of a datagram of `ip_len` bytes charged as `kind`.
     #[inline]
@@ -87,6 +102,7 @@ pub mod tsq {
         match kind {
             NONE => 0,
             SEG => ip_len as u32,
+            GSO_SEG => ip_len as u32 + GSO_SEG_OVERHEAD,
             _ => ip_len as u32 + SKB_OVERHEAD,
         }
     }
@@ -123,6 +139,7 @@ impl Default for Transmit {
             pacing_rate: u64::MAX,
             tail: &[],
             tsq: tsq::NONE,
+            gso: (0, 0),
         }
     }
 }

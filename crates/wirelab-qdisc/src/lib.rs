@@ -258,6 +258,13 @@ pub trait Qdisc: Send {
         let _ = (now, pkt);
         false
     }
+    /// GSO skbs larger than this many bytes (`qdisc_pkt_len()`) are segmented on enqueue
+    /// and each segment charged to its socket as an skb of its own (`tbf_segment()`:
+    /// `tbf` with a `max_size` below the skb). Only the root qdisc is asked (docs/tcp.md).
+    /// `None` by default.
+    fn gso_segments_above(&self) -> Option<usize> {
+        None
+    }
     /// The qdisc releases a packet's socket memory when it takes the packet
     /// (`skb_orphan_partial()` in `netem_enqueue()` when a delay, jitter or rate is set:
     /// "orphaning usually takes place at TX completion time, so _before_ the link transit

@@ -68,7 +68,9 @@ impl Qdisc for Tbf {
     fn enqueue(&mut self, now: Instant, mut pkt: Pkt, dropped: &mut Vec<Pkt>) -> Verdict {
         pkt.meta.enqueued = now;
         if pkt.len() > self.p.max_size {
-            // tbf_enqueue(): no GSO segmentation in a simulator; oversize packets are dropped
+            // tbf_enqueue(): a packet (one segment) larger than max_size is dropped; GSO
+            // skbs the sender cut into segments were re-charged per segment before
+            // (`gso_segments_above()`, the simulator's send path: tbf_segment())
             self.c.drops += 1;
             dropped.push(pkt);
             return Verdict::Dropped;
@@ -101,6 +103,10 @@ impl Qdisc for Tbf {
         // qdisc_watchdog_schedule_ns(now + max(-toks, -ptoks)); qdisc_qstats_overlimit()
         self.c.overlimits += 1;
         None
+    }
+    fn gso_segments_above(&self) -> Option<usize> {
+        // tbf_enqueue(): a GSO skb above max_size goes to tbf_segment()
+        Some(self.p.max_size)
     }
     fn peek_len(&self) -> Option<usize> {
         self.peeked.as_ref().map(|p| p.len()).or_else(|| self.child.peek_len())

@@ -56,6 +56,23 @@ fn tsq_keeps_the_senders_own_tbf_near_the_limit() {
 }
 
 #[test]
+fn tbf_segments_gso_skbs_above_its_max_size_and_each_segment_is_charged() {
+    // tbf_enqueue(): a GSO skb longer than max_size (here burst 32kbit: 4 000 B) goes
+    // through tbf_segment(), and tcp_gso_segment() charges the socket each segment's own
+    // truesize (832 + 1 448 B) instead of the skb's (1 280 + 45 x 1 448): the TSQ limit,
+    // 2 x the skb's truesize, is reached with 59 segments queued instead of 88. Kernel
+    // (scripts/tsq-kernel.py): median 112-119 kB, peak 150-155 kB.
+    let (seg, seg_drops, _) = run("segment", |s| s);
+    let limit = 2 * (1280 + 45 * 1448);
+    assert!(seg <= (limit / (832 + 1448) + 45 + 1) * 1514, "tbf backlog {seg} B: segments not re-charged?");
+    assert_eq!(seg_drops, 0);
+    // A burst above the skb (max_size > 68 kB): no segmentation, one charge per skb, so
+    // about 1.3 x the segments fit under the same limit.
+    let (whole, _, _) = run("whole", |s| s.replace("burst 32kbit", "burst 1mbit"));
+    assert!(whole > seg * 5 / 4, "unsegmented backlog {whole} B vs segmented {seg} B");
+}
+
+#[test]
 fn tcp_limit_output_bytes_is_checked() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/tsq");
     let out = std::env::temp_dir().join(format!("wirelab-tsq-bad-{}", std::process::id()));

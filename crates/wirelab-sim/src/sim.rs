@@ -998,7 +998,32 @@ impl Sim {
         pkt.meta.txtime = t.txtime;
         pkt.meta.pacing_rate = t.pacing_rate;
         pkt.meta.tsq = t.tsq;
+        if t.gso.0 >= 2 && (t.tsq == wirelab_core::tsq::SEG || t.tsq == wirelab_core::tsq::SKB_HEAD) {
+            self.gso_segment(n, hop.iface, &mut pkt, t.gso);
+        }
         self.enqueue(n, hop.iface, pkt);
+    }
+
+    /// `tbf_segment()`: a root qdisc that segments GSO skbs above its `max_size` on
+    /// enqueue makes each segment an skb of its own, and `tcp_gso_segment()` charges the
+    /// socket the segments' truesizes instead of the skb's. wirelab's TSO skbs are
+    /// already segments: re-charge this one ([`wirelab_core::tsq::GSO_SEG`]).
+    /// `gso` = (segments, IP bytes) of its skb; `qdisc_pkt_len()` adds each segment's
+    /// link-layer header.
+    fn gso_segment(&mut self, n: NodeId, iface: u32, pkt: &mut Pkt, gso: (u16, u32)) {
+        let node = &mut self.nodes[n as usize];
+        let ifc = &node.ifaces[iface as usize];
+        let Some(max) = ifc.qdisc.gso_segments_above() else { return };
+        let skb_len = gso.1 as usize + gso.0 as usize * self.dirs[ifc.out as usize].l2_len as usize;
+        if skb_len <= max {
+            return;
+        }
+        let old = wirelab_core::tsq::truesize(pkt.ip_len(), pkt.meta.tsq);
+        pkt.meta.tsq = wirelab_core::tsq::GSO_SEG;
+        let new = wirelab_core::tsq::truesize(pkt.ip_len(), pkt.meta.tsq);
+        if let Some(stack) = node.stack.as_deref_mut() {
+            stack.engine().tcp_mut().tx_recharge(pkt.meta.sk, new as i32 - old as i32);
+        }
     }
 
     fn new_pkt(&mut self, data: Vec<u8>, tail: &'static [u8]) -> Pkt {

@@ -486,6 +486,16 @@ impl TcpEndpoint {
         true
     }
 
+    /// A qdisc segmented a GSO skb of socket `sk` on enqueue (`tbf_segment()`): its
+    /// charge changes by `delta` bytes (the segments' truesizes for the skb's;
+    /// [`wirelab_core::tsq::GSO_SEG`]). Unknown or closed sockets are ignored.
+    pub fn tx_recharge(&mut self, sk: u64, delta: i32) {
+        let Some(id) = self.by_sk.get(&sk) else { return };
+        if let Some(Slot::Conn(c)) = self.slots.get_mut(id as usize) {
+            c.tx_recharge(delta);
+        }
+    }
+
     /// TCP Small Queues state of socket `s`: bytes (truesize) it has in its host's queues
     /// (`sk_wmem_alloc`, `ss -m`'s `t`) and how often a check held its data back.
     pub fn tsq_state(&self, s: SocketId) -> Option<(u32, u64)> {

@@ -186,10 +186,13 @@ impl Conn {
         }
     }
 
-    /// `tcp_sndbuf_expand()`: room for 2·max(IW, cwnd, reordering+1) segments, with
-    /// truesize modelled as twice the MSS.
+    /// `tcp_sndbuf_expand()`: room for 2·max(IW, cwnd, reordering+1) segments. linux-6:
+    /// each as a non-TSO skb would cost, `roundup_pow_of_two(mss + MAX_TCP_HEADER +
+    /// skb_shared_info) + sk_buff` (46080 bytes for IW 10 at MSS 1000, as the kernel here
+    /// reports); the MSS-at-a-time profiles model truesize as twice the MSS.
     fn sndbuf_expand(&mut self, cfg: &TcpConfig) {
-        let per_mss = 2 * self.mss_cache.max(self.peer_mss.min(cfg.advmss()));
+        let mss = self.mss_cache.max(self.peer_mss.min(cfg.advmss()));
+        let per_mss = if cfg.tso { (mss + 320 + 320).next_power_of_two() + 256 } else { 2 * mss };
         let nr_segs = cfg.init_cwnd.max(self.tp.snd_cwnd).max(self.reordering + 1);
         let sndmem = 2u64 * nr_segs as u64 * per_mss as u64;
         if (self.sndbuf as u64) < sndmem {
@@ -667,10 +670,8 @@ impl Conn {
         if !self.sndbuf_locked && self.in_flight() < self.tp.snd_cwnd {
             self.sndbuf_expand(cfg);
         }
-        let queued = self.snd_ring.len() as u32;
-        let cap = self.sndbuf_payload();
-        // sk_stream_is_writeable(): free space >= queued / 2
-        if cap > queued && cap - queued >= queued / 2 {
+        // sk_stream_write_space(): sk_stream_is_writeable()
+        if self.sk_stream_is_writeable(cfg) {
             self.write_blocked = false;
             self.notify(out, SockEvent::Writable);
             let empty = self.queues_empty();

@@ -338,14 +338,13 @@ impl Conn {
         let in_piece = cfg.tso && matches!(self.wq.rtx_piece, Some((end, _)) if !end.before(s.end));
         // the RTO's own retransmission of the head is not checked (tcp_retransmit_timer())
         let rto_head = std::mem::take(&mut self.tsq.rto_head) && k == 0;
-        if !in_piece && !rto_head {
-            let segs = if cfg.tso { self.rtx.lost_run(k).min(self.tp.snd_cwnd - self.in_flight()).max(1) } else { 1 };
-            if self.small_queue_check(cfg, s.data_len() * segs, 1) {
-                return None;
-            }
+        let segs = if cfg.tso && !in_piece { self.rtx.lost_run(k).min(self.tp.snd_cwnd - self.in_flight()).max(1) } else { 1 };
+        if !in_piece && !rto_head && self.small_queue_check(cfg, s.data_len() * segs, 1) {
+            return None;
         }
         if !in_piece {
             self.tsq.skb_head = true;
+            self.tsq.gso = (segs.min(u16::MAX as u32) as u16, s.data_len() * segs);
         }
         // tcp_retransmit_skb(): a lost TSO packet goes again as one, as far as the cwnd
         // allows; the rest is split off (tcp_fragment()) as a packet of its own
@@ -470,6 +469,7 @@ impl Conn {
         let edt = self.pacing.wstamp.max(now);
         let tx = self.rate.skb_sent(edt, self.rtx.packets_out);
         self.tsq.skb_head = true;
+        self.tsq.gso = (1, 0);
         if let Some(m) = self.rtx.q.back_mut() {
             m.xmit = edt;
             m.rdb_start = m.seq;
@@ -599,6 +599,7 @@ impl Conn {
             return None;
         }
         self.tsq.skb_head = true;
+        self.tsq.gso = (1, len);
         // tcp_write_wakeup() marks its probe TCPHDR_PSH whatever it splits off
         let psh = len > 0 && (len == unsent || wakeup);
         Some(self.send_new_segment(cfg, now, buf, len, with_fin, (psh, psh), probe, 0))
@@ -618,9 +619,6 @@ impl Conn {
             self.slow_start_after_idle_check(cfg, now);
         }
         let write_seq = self.write_seq();
-        let head = self.wq.head().unwrap_or(super::tso::Skb { start: self.snd_nxt, end: write_seq, psh: true });
-        let is_tail = self.wq.head().is_none_or(|h| self.wq.is_tail(&h));
-        let skb_len = head.end.dist(self.snd_nxt);
         // tcp_cwnd_test(): at most half the cwnd per TSO packet, for at least two in flight
         let (in_flight, cwnd) = (self.in_flight(), self.tp.snd_cwnd);
         let mut quota = if in_flight >= cwnd { 0 } else { (cwnd >> 1).max(1).min(cwnd - in_flight) };
@@ -631,6 +629,19 @@ impl Conn {
             }
             quota = 1; // push_one == 2: force out a loss probe
         }
+        let max_segs = self.tso_segs(cfg);
+        // tcp_write_xmit() -> tcp_grow_skb(): a head skb short of min(cwnd_quota, max_segs)
+        // segments takes payload from the next skb
+        if let Some(h) = self.wq.head() {
+            let want = quota.min(max_segs) * mss;
+            let len = h.end.dist(self.snd_nxt);
+            if want > len {
+                self.wq.grow_head(want - len);
+            }
+        }
+        let head = self.wq.head().unwrap_or(super::tso::Skb { start: self.snd_nxt, end: write_seq, psh: true });
+        let is_tail = self.wq.head().is_none_or(|h| self.wq.is_tail(&h));
+        let skb_len = head.end.dist(self.snd_nxt);
         // tcp_snd_wnd_test(): the first MSS must fit in the window
         let wnd_end = self.snd_una + self.snd_wnd;
         if (self.snd_nxt + skb_len.min(mss)).after(wnd_end) {
@@ -644,7 +655,6 @@ impl Conn {
         let corked = (self.wq.more || self.wq.cork) && !self.wq.push;
         let nodelay = self.nodelay || self.wq.push;
         let fin_in_skb = self.fin_queued && head.end == write_seq;
-        let max_segs = self.tso_segs(cfg);
         let limit = if skb_len <= mss {
             // tcp_nagle_test(): only the last skb is subject to Nagle (TCP_NAGLE_PUSH otherwise)
             let partial = skb_len < mss;
@@ -681,7 +691,7 @@ impl Conn {
                     return None;
                 }
             }
-            self.mss_split_point(wnd_end, skb_len, mss, quota.min(max_segs), is_tail, corked, nodelay)
+            self.mss_split_point(self.snd_nxt, wnd_end, skb_len, mss, quota.min(max_segs), is_tail, corked, nodelay)
         };
         let bytes = skb_len.min(limit).max(1);
         // tcp_small_queue_check() after tso_fragment(): the piece is the skb that goes
@@ -691,15 +701,89 @@ impl Conn {
         self.tsq.skb_head = true;
         let id = self.wq.new_id();
         let p = super::tso::Piece { id, end: self.snd_nxt + bytes, segs: bytes.div_ceil(mss), psh_end: bytes == skb_len && head.psh };
+        self.tsq.gso = (p.segs.min(u16::MAX as u32) as u16, bytes);
         self.wq.piece = Some(p);
         self.pacing.tso_packet(p.segs, bytes);
         Some(self.send_piece_segment(cfg, now, buf, p, bytes.min(mss), probe))
     }
 
+    /// The sends of a write in progress (`tcp_push_one()`, `__tcp_push_pending_frames()`
+    /// from `tcp_sendmsg_locked()`), as far as they shape the skbs: `tcp_write_xmit()`'s
+    /// choices (`tcp_cwnd_test()`, `tcp_grow_skb()`, `tcp_snd_wnd_test()`,
+    /// `tcp_tso_should_defer()` unless `push_one`, `tcp_mss_split_point()`) with the
+    /// `tso_fragment()` splits applied to the write queue; the segments go at the next
+    /// `poll_transmit`, which then finds each planned piece as its head skb. Returns the
+    /// change of `sk_wmem_queued` (a head per split, less the skbs `tcp_grow_skb()` ate).
+    pub(super) fn plan_push(&mut self, cfg: &TcpConfig, now: Instant, plan: &mut PushPlan, push_one: bool) -> i64 {
+        let head = super::SKB_HEAD_TRUESIZE as u64;
+        let mut delta = 0i64;
+        let mss = self.mss_cache;
+        // tcp_pacing_check(): an internally paced socket waits for its next departure time
+        if !plan.active || (self.pacing.status == super::pacing::PacingStatus::Needed && self.pacing.wstamp > now) {
+            return 0;
+        }
+        loop {
+            let (in_flight, cwnd) = (self.in_flight() + plan.segs, self.tp.snd_cwnd);
+            if in_flight >= cwnd {
+                break;
+            }
+            let quota = (cwnd >> 1).max(1).min(cwnd - in_flight).min(self.tso_segs(cfg));
+            let Some(i) = self.wq.index_at(plan.nxt) else { break };
+            let len = self.wq.skb(i).end.dist(plan.nxt);
+            if quota * mss > len && self.wq.grow_at(i, quota * mss - len) {
+                delta -= head as i64;
+            }
+            let is_tail = i + 1 == self.wq.skb_count() as usize;
+            let len = self.wq.skb(i).end.dist(plan.nxt);
+            let wnd_end = self.snd_una + self.snd_wnd;
+            if (plan.nxt + len.min(mss)).after(wnd_end) {
+                break;
+            }
+            let (corked, nodelay) = ((self.wq.more || self.wq.cork) && !self.wq.push, self.nodelay || self.wq.push);
+            let limit = if len <= mss {
+                mss
+            } else {
+                if !push_one {
+                    let ctx = super::tso::DeferCtx {
+                        in_recovery: self.ca_state >= CaState::Recovery,
+                        since_last_xmit: if plan.segs > 0 { Some(Duration::ZERO) } else { self.wq.last_xmit.map(|t| now.saturating_since(t)) },
+                        send_win: wnd_end.dist(plan.nxt),
+                        cong_win: (cwnd - in_flight) * mss,
+                        max_segs: self.tso_segs(cfg),
+                        mss,
+                        skb_len: len,
+                        skb_is_tail: is_tail,
+                        snd_wnd: self.snd_wnd,
+                        cwnd,
+                        win_divisor: cfg.tcp_tso_win_divisor,
+                        head_age: self.rtx.q.front().map(|h| now.saturating_since(h.xmit)).or((plan.segs > 0).then_some(Duration::ZERO)),
+                        srtt_us: self.rtt.srtt_us >> 3,
+                        fin: false,
+                    };
+                    if super::tso::should_defer(&ctx) {
+                        break;
+                    }
+                }
+                self.mss_split_point(plan.nxt, wnd_end, len, mss, quota, is_tail, corked, nodelay)
+            };
+            let bytes = len.min(limit).max(1);
+            if bytes < len {
+                self.wq.split_at(i, plan.nxt + bytes);
+                delta += head as i64;
+            }
+            plan.nxt = plan.nxt + bytes;
+            plan.segs += bytes.div_ceil(mss);
+            if push_one {
+                break;
+            }
+        }
+        delta
+    }
+
     /// `tcp_mss_split_point()`: how much of the head skb one TSO packet takes.
     #[allow(clippy::too_many_arguments)]
-    fn mss_split_point(&self, wnd_end: SeqNumber, skb_len: u32, mss: u32, max_segs: u32, is_tail: bool, corked: bool, nodelay: bool) -> u32 {
-        let window = wnd_end.dist(self.snd_nxt);
+    fn mss_split_point(&self, nxt: SeqNumber, wnd_end: SeqNumber, skb_len: u32, mss: u32, max_segs: u32, is_tail: bool, corked: bool, nodelay: bool) -> u32 {
+        let window = wnd_end.dist(nxt);
         let max_len = mss * max_segs.max(1);
         if max_len <= window && !is_tail {
             return max_len;
@@ -958,6 +1042,11 @@ impl Conn {
             pacing_rate: self.tp.pacing_rate,
             tail,
             tsq,
+            // a GSO skb: its segments' IP bytes, each with this segment's headers
+            gso: match self.tsq.gso {
+                (segs, bytes) if segs >= 2 && tsq != wirelab_core::tsq::NONE => (segs, bytes + segs as u32 * (20 + hl as u32)),
+                _ => (0, 0),
+            },
         }
     }
 
@@ -1009,4 +1098,14 @@ impl Conn {
         }
         r.window = self.rcv_wnd.min(65535) as u16;
     }
+}
+
+/// Where the sends planned during one write stand ([`Conn::plan_push`]).
+pub(super) struct PushPlan {
+    /// The first byte not yet planned (`snd_nxt` as the sends would leave it).
+    pub nxt: SeqNumber,
+    /// Segments planned (in flight once sent).
+    pub segs: u32,
+    /// Planning applies (no TSO packet half sent).
+    pub active: bool,
 }

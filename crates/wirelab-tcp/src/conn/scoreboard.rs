@@ -73,6 +73,11 @@ impl TxSeg {
     }
 }
 
+/// `a` and `b` (adjacent) belong to one skb.
+fn same_skb(a: &TxSeg, b: &TxSeg) -> bool {
+    a.piece == b.piece && a.piece != 0
+}
+
 /// `tcp_mark_skb_lost()` on one segment with the queue's counters (for walks that hold
 /// the queue mutably): `lost_out`, `retrans_out`, and `lost` (`tp->lost`: every loss
 /// marking so far, a retransmission lost again counting again).
@@ -147,6 +152,10 @@ pub(crate) struct RtxQueue {
     pub highest_sack: SeqNumber,
     /// `tp->lost`: loss markings so far (see [`mark_seg_lost`]).
     pub lost: u32,
+    /// skbs in the queue: runs of segments sent as one TSO packet (`TxSeg::piece`; piece 0,
+    /// MSS-at-a-time sending, is one skb per segment). Each costs a head's truesize in
+    /// `sk_wmem_queued` (`Conn::wmem_queued`).
+    pub heads: u32,
 }
 
 impl RtxQueue {
@@ -163,6 +172,7 @@ impl RtxQueue {
     /// Drops everything (a closed connection).
     pub fn clear(&mut self) {
         self.q = VecDeque::new();
+        self.heads = 0;
         self.packets_out = 0;
         self.sacked_out = 0;
         self.lost_out = 0;
@@ -180,6 +190,9 @@ impl RtxQueue {
 
     /// Appends a newly sent segment.
     pub fn push(&mut self, seg: TxSeg) {
+        if self.q.back().is_none_or(|b| !same_skb(b, &seg)) {
+            self.heads += 1;
+        }
         self.q.push_back(seg);
         self.packets_out += 1;
     }
@@ -266,9 +279,13 @@ impl RtxQueue {
 
     /// Gives `n` segments from `k` the TSO packet id `piece` (`tcp_fragment()` of an skb).
     pub fn set_piece(&mut self, k: usize, n: u32, piece: u32) {
+        let (lo, hi) = (k.max(1), (k + n as usize + 1).min(self.q.len()));
+        let bounds = |q: &VecDeque<TxSeg>| (lo..hi).filter(|&i| !same_skb(&q[i - 1], &q[i])).count() as u32;
+        let before = bounds(&self.q);
         for s in self.q.iter_mut().skip(k).take(n as usize) {
             s.piece = piece;
         }
+        self.heads = (self.heads + bounds(&self.q)).saturating_sub(before);
     }
 
     /// Marks segment `k` retransmitted now (`tcp_retransmit_skb()`'s bookkeeping).
@@ -331,6 +348,9 @@ impl RtxQueue {
             r.acked_pkts += 1;
             r.last_data_len = seg.data_len();
             self.q.pop_front();
+            if self.q.front().is_none_or(|n| !same_skb(&seg, n)) {
+                self.heads = self.heads.saturating_sub(1); // tcp_wmem_free_skb()
+            }
         }
         if self.packets_out == 0 {
             self.sacked_out = 0;

@@ -45,32 +45,98 @@ impl Conn {
             self.rtx.lost_out,
             self.rtx.retrans_out,
         );
-        let cap = self.sndbuf_payload() as usize;
-        let queued = self.snd_ring.len();
-        let n = want.min(cap.saturating_sub(queued));
+        if !cfg.tso {
+            // sk_stream_memory_free() with truesize counted as twice the payload
+            let cap = (self.sndbuf / 2) as usize;
+            let n = want.min(cap.saturating_sub(self.snd_ring.len()));
+            if n < want {
+                self.write_blocked = true;
+            }
+            if n > 0 {
+                self.first_write_of_queue(cfg, now);
+                push(&mut self.snd_ring, n);
+                self.wq.more = more;
+            }
+            return Ok(n);
+        }
+        let want = want.min(u32::MAX as usize >> 1) as u32;
+        if want > 0 && self.unsent() == 0 {
+            self.first_write_of_queue(cfg, now);
+        }
+        let n = self.copy_to_skbs(cfg, now, want);
         if n < want {
             self.write_blocked = true;
         }
         if n > 0 {
-            let write_seq = self.write_seq();
-            if self.unsent() == 0 {
-                // tcp_add_write_queue_tail(): the first skb of an empty write queue
-                self.chrono.start(super::timer::jiffies(cfg, now), super::chrono::ChronoType::Busy);
-                // tcp_skb_entail()
-                if cfg.idle_check_at_write {
-                    self.slow_start_after_idle_check(cfg, now);
-                }
-            }
-            push(&mut self.snd_ring, n);
-            if !cfg.tso {
-                self.wq.more = more;
-            } else {
-                let segs = self.tso_segs(cfg);
-                let goal = super::tso::size_goal(self.mss_cache, self.max_window, segs);
-                self.wq.append(write_seq, n as u32, goal, self.max_window, more);
+            push(&mut self.snd_ring, n as usize);
+            // tcp_push() at the end (or before waiting for memory, without MSG_MORE):
+            // MSG_MORE skips the mark (TCP_CORK does not) and corks this push
+            let more = more && n == want;
+            self.wq.more = more;
+            if !more {
+                let end = self.write_seq();
+                self.wq.mark_push(end);
             }
         }
-        Ok(n)
+        Ok(n as usize)
+    }
+
+    /// The first data of an empty write queue: `tcp_add_write_queue_tail()` starts the busy
+    /// chronograph, `tcp_skb_entail()` runs the idle check.
+    fn first_write_of_queue(&mut self, cfg: &TcpConfig, now: Instant) {
+        self.chrono.start(super::timer::jiffies(cfg, now), super::chrono::ChronoType::Busy);
+        if cfg.idle_check_at_write {
+            self.slow_start_after_idle_check(cfg, now);
+        }
+    }
+
+    /// The copy loop of `tcp_sendmsg_locked()` on the skbs of the write queue (linux-6):
+    /// append to the tail skb up to `size_goal` (`tcp_xmit_size_goal()`) without a memory
+    /// check; a new skb only while `sk_stream_memory_free()` (`sk_wmem_queued < sk_sndbuf`);
+    /// when an skb is full and more is to come, `forced_push()` pushes what cwnd allows
+    /// and otherwise a full send head goes at once (`tcp_push_one()`): those sends split
+    /// the head skb (`tso_fragment()`), which is what leaves room in the tail. The engine
+    /// sends at the next `poll_transmit`, so here the splits are planned
+    /// ([`Conn::plan_push`]) and the packets follow them. Returns the bytes taken.
+    fn copy_to_skbs(&mut self, cfg: &TcpConfig, now: Instant, want: u32) -> u32 {
+        let goal = super::tso::size_goal(self.mss_cache, self.max_window);
+        let base = self.write_seq();
+        let sndbuf = self.sndbuf as u64;
+        let mut wmem = self.wmem_queued(cfg);
+        let mut plan = super::output::PushPlan { nxt: self.snd_nxt, segs: 0, active: self.wq.piece.is_none() };
+        let mut n = 0u32;
+        while n < want {
+            let pos = base + n;
+            let mut room = self.wq.tail_room(pos, goal);
+            if room == 0 {
+                if wmem >= sndbuf {
+                    break; // wait_for_space
+                }
+                self.wq.push_skb(pos);
+                wmem += super::SKB_HEAD_TRUESIZE as u64;
+                room = goal;
+            }
+            let take = room.min(want - n);
+            self.wq.extend_tail(take);
+            wmem += take as u64;
+            n += take;
+            if n == want {
+                break;
+            }
+            let Some(tail) = self.wq.tail() else { break };
+            if tail.end.dist(tail.start) < goal {
+                continue;
+            }
+            let d = if self.wq.forced_push(base + n, self.max_window) {
+                self.plan_push(cfg, now, &mut plan, false)
+            } else if !tail.start.after(plan.nxt) {
+                self.plan_push(cfg, now, &mut plan, true)
+            } else {
+                0
+            };
+            wmem = wmem.saturating_add_signed(d);
+        }
+        n
     }
 
     fn recv_common(&mut self, cfg: &TcpConfig, now: Instant, buf: Option<&mut [u8]>, max: usize) -> Result<usize, SockError> {

@@ -94,9 +94,11 @@ impl WriteQueue {
         self.next_id
     }
 
-    /// `tcp_sendmsg_locked()` + `tcp_push()`: `n` bytes written at `write_seq`. skbs grow
-    /// to `size_goal`; a full skb is pushed (PSH) if `forced_push()`; the tail is pushed at
-    /// the end unless `more` (`MSG_MORE`) or `TCP_CORK`.
+    /// `tcp_sendmsg_locked()` + `tcp_push()` without the sends in between (the engine's
+    /// write path is `Conn::send_common`, which also runs them): `n` bytes written at
+    /// `write_seq`. skbs grow to `size_goal`; a full skb is pushed (PSH) if `forced_push()`;
+    /// the tail is pushed at the end unless `more` (`MSG_MORE`) or `TCP_CORK`.
+    #[cfg(test)]
     pub fn append(&mut self, write_seq: SeqNumber, n: u32, size_goal: u32, max_window: u32, more: bool) {
         let mut pos = write_seq;
         let end = write_seq + n;
@@ -130,9 +132,109 @@ impl WriteQueue {
         }
     }
 
+    /// Room left in the tail skb for data written at `pos` (0: a new skb is needed).
+    pub fn tail_room(&self, pos: SeqNumber, size_goal: u32) -> u32 {
+        match self.skbs.back() {
+            Some(t) if t.end == pos && t.end.dist(t.start) < size_goal => size_goal - t.end.dist(t.start),
+            _ => 0,
+        }
+    }
+
+    /// `tcp_stream_alloc_skb()` + `tcp_skb_entail()`: a new, empty tail skb at `pos`.
+    pub fn push_skb(&mut self, pos: SeqNumber) {
+        self.skbs.push_back(Skb { start: pos, end: pos, psh: false });
+    }
+
+    /// `n` more bytes copied into the tail skb.
+    pub fn extend_tail(&mut self, n: u32) {
+        if let Some(t) = self.skbs.back_mut() {
+            t.end = t.end + n;
+        }
+    }
+
+    /// The tail skb.
+    pub fn tail(&self) -> Option<Skb> {
+        self.skbs.back().copied()
+    }
+
+    /// `forced_push()` + `tcp_mark_push()` on the tail skb ending at `pos`: more than half
+    /// the largest window written since the last push.
+    pub fn forced_push(&mut self, pos: SeqNumber, max_window: u32) -> bool {
+        if !pos.after(self.pushed_seq + (max_window >> 1)) {
+            return false;
+        }
+        self.mark_push(pos);
+        true
+    }
+
+    /// `tcp_mark_push()` of the tail skb, ending at `pos`.
+    pub fn mark_push(&mut self, pos: SeqNumber) {
+        if let Some(t) = self.skbs.back_mut() {
+            t.psh = true;
+        }
+        self.pushed_seq = pos;
+    }
+
+    /// Number of unsent skbs (each a head's truesize in `sk_wmem_queued`).
+    pub fn skb_count(&self) -> u32 {
+        self.skbs.len() as u32
+    }
+
+    /// Index of the skb that starts at `seq`.
+    pub fn index_at(&self, seq: SeqNumber) -> Option<usize> {
+        let i = self.skbs.partition_point(|s| !s.end.after(seq));
+        (i < self.skbs.len() && self.skbs[i].start == seq).then_some(i)
+    }
+
+    /// The skb at `i`.
+    pub fn skb(&self, i: usize) -> Skb {
+        self.skbs[i]
+    }
+
+    /// `tso_fragment()`: splits skb `i` at `seq`; the front keeps no PSH mark.
+    pub fn split_at(&mut self, i: usize, seq: SeqNumber) {
+        let s = self.skbs[i];
+        if !seq.after(s.start) || !s.end.after(seq) {
+            return;
+        }
+        self.skbs[i] = Skb { start: s.start, end: seq, psh: false };
+        self.skbs.insert(i + 1, Skb { start: seq, end: s.end, psh: s.psh });
+    }
+
     /// `tcp_send_head()`: the first unsent skb.
     pub fn head(&self) -> Option<Skb> {
         self.skbs.front().copied()
+    }
+
+    /// `tcp_grow_skb()` (Linux ≥ 6.10): the head skb, `missing` bytes short of the TSO
+    /// packet `tcp_write_xmit()` may send, takes up to that much from the next skb
+    /// (`skb_shift()`); an emptied next skb is eaten, its flags (PSH) OR-ed into the head.
+    /// So a TSO packet may cross the boundary where a write ended an skb.
+    pub fn grow_head(&mut self, missing: u32) {
+        self.grow_at(0, missing);
+    }
+
+    /// [`grow_head`](Self::grow_head) for skb `i`; true if it ate the next skb.
+    pub fn grow_at(&mut self, i: usize, missing: u32) -> bool {
+        if self.skbs.len() < i + 2 || missing == 0 {
+            return false;
+        }
+        let next = self.skbs[i + 1];
+        let take = missing.min(next.end.dist(next.start));
+        if take == 0 {
+            return false;
+        }
+        if take == next.end.dist(next.start) {
+            self.skbs.remove(i + 1);
+            let h = &mut self.skbs[i];
+            h.end = next.end;
+            h.psh |= next.psh;
+            true
+        } else {
+            self.skbs[i].end = next.start + take;
+            self.skbs[i + 1].start = next.start + take;
+            false
+        }
     }
 
     /// True if `s` is the last skb (`tcp_skb_is_last()`).
@@ -162,12 +264,12 @@ impl WriteQueue {
     }
 }
 
-/// `tcp_xmit_size_goal()`: the largest skb a write builds. On the kernel here (6.18) a
-/// write's skbs hold one TSO packet's worth (`tso_segs` segments, as `tcp_tso_autosize()`
-/// sizes them): forced pushes in bulk writes fall on those boundaries. Never more than
-/// half the largest window seen (`tcp_bound_to_half_wnd()`) or a GSO packet.
-pub(crate) fn size_goal(mss: u32, max_window: u32, tso_segs: u32) -> u32 {
-    let mut goal = (GSO_MAX_SIZE - 1 - MAX_TCP_HEADER).min(tso_segs.max(1).saturating_mul(mss));
+/// `tcp_xmit_size_goal()`: the largest skb a write builds: a GSO packet
+/// (`sk_gso_max_size`, `GSO_MAX_SIZE - MAX_TCP_HEADER - 1`), but never more than half the
+/// largest window seen (`tcp_bound_to_half_wnd()`), in whole segments. ("tcp_tso_autosize()
+/// will eventually split this later": at transmit, `tso_fragment()`.)
+pub(crate) fn size_goal(mss: u32, max_window: u32) -> u32 {
+    let mut goal = GSO_MAX_SIZE - 1 - MAX_TCP_HEADER;
     let cutoff = if max_window > 536 { max_window >> 1 } else { max_window };
     if cutoff > 0 && goal > cutoff {
         goal = cutoff.max(68);
@@ -235,8 +337,14 @@ pub(crate) fn should_defer(c: &DeferCtx) -> bool {
         return false;
     }
     let Some(age) = c.head_age else { return false };
-    // if the next ACK is likely to come too late (half an srtt), do not defer
-    if age.as_micros() < (c.srtt_us / 2) as u64 {
+    // Linux 6.18 ("tcp: fix tcp_tso_should_defer() vs large RTT"): the head's ACK is
+    // expected at head->tstamp + srtt; if that is more than min(1 ms, srtt/2) away, do not
+    // defer (before 6.18: do not defer while the head is younger than srtt/2, which held
+    // lone segments back for most of an RTT on long paths). Kernel-checked:
+    // own/tso-defer-young-head.pkt.
+    let srtt_ns = c.srtt_us as u64 * 1000;
+    let ack_in_ns = srtt_ns as i64 - age.as_nanos() as i64;
+    if ack_in_ns > (srtt_ns >> 1).min(1_000_000) as i64 {
         return false;
     }
     !c.fin
@@ -249,9 +357,9 @@ mod tests {
     #[test]
     fn writes_become_pushed_skbs() {
         let mut w = WriteQueue::new(SeqNumber(0));
-        assert_eq!(size_goal(1000, 32896, 2), 2000);
-        assert_eq!(size_goal(1000, 32896, 65), 16000);
-        assert_eq!(size_goal(1460, 0, 65), 64240);
+        assert_eq!(size_goal(1000, 32896), 16000);
+        assert_eq!(size_goal(1000, 50000), 25000);
+        assert_eq!(size_goal(1460, 0), 64240);
         // two 3000-byte writes, size_goal 16000: one skb, pushed at each write's end
         w.append(SeqNumber(1), 3000, 16000, 40960, false);
         w.append(SeqNumber(3001), 3000, 16000, 40960, false);
@@ -272,6 +380,20 @@ mod tests {
         assert_eq!((v[2].end, v[2].psh), (SeqNumber(40001), true));
         b.sent(SeqNumber(20001));
         assert_eq!(b.head().unwrap().start, SeqNumber(20001));
+    }
+
+    #[test]
+    fn grow_head_pulls_from_the_next_skb() {
+        let mut w = WriteQueue::new(SeqNumber(0));
+        w.append(SeqNumber(1), 3000, 2000, 40960, false); // [1,2001) [2001,3001) psh
+        w.grow_head(500);
+        assert_eq!(w.head(), Some(Skb { start: SeqNumber(1), end: SeqNumber(2501), psh: false }));
+        assert_eq!(w.skbs[1].start, SeqNumber(2501));
+        w.grow_head(5000); // eats the rest, and its PSH
+        assert_eq!(w.head(), Some(Skb { start: SeqNumber(1), end: SeqNumber(3001), psh: true }));
+        assert_eq!(w.skbs.len(), 1);
+        w.grow_head(1000); // the last skb: nothing to take
+        assert_eq!(w.skbs.len(), 1);
     }
 
     #[test]
@@ -300,11 +422,18 @@ mod tests {
             snd_wnd: 40000,
             cwnd: 10,
             win_divisor: 3,
-            head_age: Some(Duration::from_millis(60)),
+            head_age: Some(Duration::from_micros(99_500)),
             srtt_us: 100_000,
             fin: false,
         };
         assert!(should_defer(&base));
+        // 6.18: the head's ACK is due in 40 ms (more than 1 ms): send; overdue: defer
+        assert!(!should_defer(&DeferCtx { head_age: Some(Duration::from_millis(60)), ..base }));
+        assert!(should_defer(&DeferCtx { head_age: Some(Duration::from_millis(150)), ..base }));
+        // short RTT: the threshold is srtt/2 (1.5 ms path: ACK due within 0.75 ms)
+        let short = DeferCtx { srtt_us: 1_500, ..base };
+        assert!(should_defer(&DeferCtx { head_age: Some(Duration::from_micros(800)), ..short }));
+        assert!(!should_defer(&DeferCtx { head_age: Some(Duration::from_micros(700)), ..short }));
         assert!(!should_defer(&DeferCtx { win_divisor: 100, ..base }));
         assert!(!should_defer(&DeferCtx { head_age: Some(Duration::from_millis(10)), ..base }));
         assert!(!should_defer(&DeferCtx { since_last_xmit: Some(Duration::from_millis(5)), ..base }));

@@ -37,6 +37,9 @@ pub(crate) struct Tsq {
     pub throttled: bool,
     /// The next datagram starts an skb (it carries the skb's fixed truesize).
     pub skb_head: bool,
+    /// The skb going out: (segments, payload bytes), for [`wirelab_core::Transmit::gso`]
+    /// (a qdisc may segment it, `tbf_segment()`).
+    pub gso: (u16, u32),
     /// An RTO just marked the head lost: `tcp_retransmit_timer()` retransmits it with
     /// `tcp_retransmit_skb()` directly, without `tcp_small_queue_check()`.
     pub rto_head: bool,
@@ -99,6 +102,13 @@ impl Conn {
     pub fn tx_complete(&mut self, truesize: u32) -> bool {
         self.tsq.wmem_alloc = self.tsq.wmem_alloc.saturating_sub(truesize);
         std::mem::take(&mut self.tsq.throttled)
+    }
+
+    /// A qdisc segmented a GSO skb of this socket on enqueue (`tbf_segment()` →
+    /// `tcp_gso_segment()`): the charge becomes the segments' truesizes, `delta` bytes
+    /// more (or less) than the datagram was charged with.
+    pub fn tx_recharge(&mut self, delta: i32) {
+        self.tsq.wmem_alloc = self.tsq.wmem_alloc.saturating_add_signed(delta);
     }
 
     /// Bytes (truesize) this socket has in its host's queues (`sk_wmem_alloc`).
