@@ -97,8 +97,10 @@ impl<T: Ord + Copy> TimerHeap<T> {
         Some(x)
     }
     /// Removes one entry equal to `x` if it is one of the two inline ones (true), else
-    /// leaves everything as it is (false). The rest keep their pop order.
-    #[inline]
+    /// leaves everything as it is (false). The rest keep their pop order. (Not inlined:
+    /// its caller, `TcpEndpoint::rekey`, runs several times per segment and mostly does
+    /// not get here.)
+    #[inline(never)]
     pub fn remove_inline(&mut self, x: T) -> bool {
         if self.small[0] == Some(x) {
             self.pop();
