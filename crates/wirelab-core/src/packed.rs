@@ -53,39 +53,53 @@ impl HopMeta {
     /// What a packet carries after a link: no socket, no departure time, no pacing rate,
     /// no TSQ charge, not in any queue (the defaults of [`PktMeta`]).
     pub const FORWARDED: HopMeta = HopMeta { enqueued: Instant::ZERO, iface: 0, tsq: 0, sk: 0, txtime: Instant::ZERO, pacing_rate: PktMeta::NO_PACING };
+}
 
-    /// The socket-related part equals a forwarded packet's (`enqueued` and `iface` aside).
-    #[inline]
-    fn no_socket(&self) -> bool {
-        self.tsq == 0 && self.sk == 0 && self.txtime == Instant::ZERO && self.pacing_rate == PktMeta::NO_PACING
-    }
+/// The socket part of a packet's metadata equals a forwarded packet's (one test, not four).
+#[inline(always)]
+fn no_socket(tsq: u8, sk: u64, txtime: Instant, pacing_rate: u64) -> bool {
+    (tsq as u64 | sk | txtime.as_nanos() | !pacing_rate) == 0
 }
 
 impl PackedPkt {
     /// Packs `pkt`; returns its per-hop fields alongside.
     #[inline]
-    pub fn pack(mut pkt: Pkt) -> (PackedPkt, HopMeta) {
+    pub fn pack(pkt: Pkt) -> (PackedPkt, HopMeta) {
+        let m = &pkt.meta;
+        let hop = HopMeta { enqueued: m.enqueued, iface: m.iface, tsq: m.tsq, sk: m.sk, txtime: m.txtime, pacing_rate: m.pacing_rate };
+        let own_hop = !no_socket(m.tsq, m.sk, m.txtime, m.pacing_rate);
+        (PackedPkt::pack_with(pkt, own_hop), hop)
+    }
+
+    /// Packs `pkt` without its per-hop fields, for a queue that hands it out as a forwarded
+    /// packet ([`HopMeta::FORWARDED`], e.g. a link): no per-hop field is read.
+    #[inline]
+    pub fn pack_forwarded(pkt: Pkt) -> PackedPkt {
+        PackedPkt::pack_with(pkt, false)
+    }
+
+    /// The fields moved one by one: no `PktMeta` copied whole, the tail's place found with
+    /// one test for the simulator's tails (see [`Pkt::pattern_tail`]).
+    #[inline(always)]
+    fn pack_with(mut pkt: Pkt, own_hop: bool) -> PackedPkt {
         let (tail_off, tail_len) = match pkt.pattern_tail() {
             Some(t) => t,
             None => {
-                pkt.materialize();
+                materialize(&mut pkt);
                 (0, 0)
             }
         };
-        let m = pkt.meta;
-        let hop = HopMeta { enqueued: m.enqueued, iface: m.iface, tsq: m.tsq, sk: m.sk, txtime: m.txtime, pacing_rate: m.pacing_rate };
-        let p = PackedPkt {
+        PackedPkt {
             data: pkt.data,
-            id: m.id,
-            mark: m.mark,
-            priority: m.priority,
+            id: pkt.meta.id,
+            mark: pkt.meta.mark,
+            priority: pkt.meta.priority,
             tail_off,
             tail_len,
-            l2_len: m.l2_len,
-            corrupted: m.corrupted,
-            own_hop: !hop.no_socket(),
-        };
-        (p, hop)
+            l2_len: pkt.meta.l2_len,
+            corrupted: pkt.meta.corrupted,
+            own_hop,
+        }
     }
 
     /// The packet again, with per-hop fields `hop`.
@@ -129,6 +143,13 @@ impl PackedPkt {
     pub fn head(&self) -> &[u8] {
         &self.data
     }
+}
+
+/// A tail outside the pattern (no wirelab stack makes one) is copied into the bytes.
+#[cold]
+#[inline(never)]
+fn materialize(pkt: &mut Pkt) {
+    pkt.materialize();
 }
 
 /// One queue entry: a packed packet and the fields every queued packet has.
@@ -185,16 +206,18 @@ impl PktQueue {
     /// Appends `pkt`.
     #[inline]
     pub fn push_back(&mut self, pkt: Pkt) {
-        let (p, hop) = PackedPkt::pack(pkt);
-        if p.own_hop {
-            self.socks.push_back(Sock { tsq: hop.tsq, sk: hop.sk, txtime: hop.txtime, pacing_rate: hop.pacing_rate });
+        let m = &pkt.meta;
+        let (enqueued, iface) = (m.enqueued, m.iface);
+        let own_hop = !no_socket(m.tsq, m.sk, m.txtime, m.pacing_rate);
+        if own_hop {
+            self.socks.push_back(Sock { tsq: m.tsq, sk: m.sk, txtime: m.txtime, pacing_rate: m.pacing_rate });
         }
         if self.q.is_empty() {
             // restart the ring at slot 0 (`clear` resets its head): a mostly idle queue
             // then reuses one warm slot instead of walking its whole capacity
             self.q.clear();
         }
-        self.q.push_back(Entry { p, enqueued: hop.enqueued, iface: hop.iface });
+        self.q.push_back(Entry { p: PackedPkt::pack_with(pkt, own_hop), enqueued, iface });
     }
 
     /// Takes the oldest packet.

@@ -125,15 +125,16 @@ impl Pkt {
     /// such as a link's in-flight entry, then carries the bytes instead).
     #[inline]
     pub fn pattern_tail(&self) -> Option<(u16, u16)> {
-        if self.tail.is_empty() {
-            return Some((0, 0));
-        }
         let p = &crate::pattern::PATTERN;
-        let off = (self.tail.as_ptr() as usize).checked_sub(p.as_ptr() as usize)?;
-        if off + self.tail.len() > p.len() {
-            return None;
+        let len = self.tail.len();
+        // an empty tail's pointer lies anywhere: it is (0, 0); any other lies in the
+        // pattern if its offset (wrapping: huge when it lies below) and end fit
+        let off = if len == 0 { 0 } else { (self.tail.as_ptr() as usize).wrapping_sub(p.as_ptr() as usize) };
+        if (off | len) <= u16::MAX as usize && off + len <= p.len() {
+            Some((off as u16, len as u16))
+        } else {
+            None
         }
-        Some((u16::try_from(off).ok()?, u16::try_from(self.tail.len()).ok()?))
     }
     /// Bytes `range` of the datagram, reading through the tail; `None` past its end.
     /// Copies into `out` only when the range crosses into the tail.
@@ -258,6 +259,8 @@ mod test {
         p.materialize();
         assert_eq!((p.data.clone(), p.tail.len(), p.len()), (w, 0, 24));
         assert_eq!(p.pattern_tail(), Some((0, 0)));
+        p.tail = &T[3..3];
+        assert_eq!(p.pattern_tail(), Some((0, 0)), "an empty tail is (0, 0) wherever it points");
         p.tail = &crate::pattern::PATTERN[300..1748];
         assert_eq!(p.pattern_tail(), Some((300, 1448)));
         p.tail = &crate::pattern::PATTERN[65535..];

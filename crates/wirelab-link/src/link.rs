@@ -115,7 +115,7 @@ struct InFlight {
 impl InFlight {
     #[inline]
     fn pack(arrival: Instant, pkt: Pkt) -> Self {
-        InFlight { arrival, p: PackedPkt::pack(pkt).0 }
+        InFlight { arrival, p: PackedPkt::pack_forwarded(pkt) }
     }
 
     #[inline]

@@ -77,15 +77,6 @@ struct Entry {
     ev: u64,
 }
 
-/// What `settle` found.
-enum Settled {
-    Empty,
-    /// The front holds the earliest entries.
-    Front,
-    /// Bucket `.0` holds only `.1`, the earliest entry.
-    Single(usize, Entry),
-}
-
 /// Min-queue of events (a radix heap; see the module documentation).
 pub struct EventQueue {
     /// Every stored time is `>= last`.
@@ -154,25 +145,52 @@ impl EventQueue {
         }
     }
 
-    /// Brings the earliest entries to the front, or finds the earliest entry alone in the
-    /// lowest non-empty bucket (36 % of the pops at 20 flows @ 1 Gbit/s): then it needs no
-    /// redistribution (no scan for the minimum, no move through the front) and is left in
-    /// place for `pop_until` to take or, if it is not due yet, to leave.
-    #[inline]
-    fn settle(&mut self) -> Settled {
-        if self.head < self.front.len() {
-            return Settled::Front;
-        }
+    /// Removes the earliest event if it is due at or before `until`.
+    ///
+    /// Inlined into the driver's loop: 64 % of the pops at 20 flows @ 1 Gbit/s take the
+    /// front's next entry and end here; the rest (an empty front) go to `pop_settle`. (As
+    /// one out-of-line function the call alone cost ~18 instructions per event.)
+    #[inline(always)]
+    pub fn pop_until(&mut self, until: Instant) -> Option<(Instant, Event)> {
+        let until = until.as_nanos();
+        let e = if self.head < self.front.len() {
+            let e = self.front[self.head];
+            if e.t > until {
+                return None;
+            }
+            self.head += 1;
+            e
+        } else {
+            self.pop_settle(until)?
+        };
+        self.len -= 1;
+        Some((Instant::from_nanos(e.t), Event::decode(e.ev)))
+    }
+
+    /// `pop_until` with an empty front: takes the earliest entry if it is alone in the
+    /// lowest non-empty bucket (36 % of the pops at 20 flows @ 1 Gbit/s: no redistribution,
+    /// no scan for the minimum, no trip through the front), or else brings the earliest
+    /// entries to the front and takes the first. Leaves the queue as it was (the front
+    /// refilled, or the lone entry in place) if the earliest entry is not due by `until`.
+    #[inline(never)]
+    fn pop_settle(&mut self, until: u64) -> Option<Entry> {
         self.front.clear();
         self.head = 0;
         if self.nonempty == 0 {
-            return Settled::Empty;
+            return None;
         }
         let i = self.nonempty.trailing_zeros() as usize;
         if self.buckets[i].len() == 1 {
             // alone in its bucket: it is the earliest entry, and the only one of its time
             let e = self.buckets[i][0];
-            return Settled::Single(i, e);
+            if e.t > until {
+                return None;
+            }
+            // what redistributing the bucket would do, then taking the front's entry
+            self.buckets[i].clear();
+            self.nonempty &= !(1 << i);
+            self.last = e.t;
+            return Some(e);
         }
         self.nonempty &= !(1 << i);
         let mut b = std::mem::take(&mut self.buckets[i]);
@@ -189,35 +207,12 @@ impl EventQueue {
         // keep the allocation for the next entries of this bucket
         b.clear();
         self.buckets[i] = b;
-        Settled::Front
-    }
-
-    /// Removes the earliest event if it is due at or before `until`.
-    #[inline]
-    pub fn pop_until(&mut self, until: Instant) -> Option<(Instant, Event)> {
-        let e = match self.settle() {
-            Settled::Empty => return None,
-            Settled::Front => {
-                let e = self.front[self.head];
-                if e.t > until.as_nanos() {
-                    return None;
-                }
-                self.head += 1;
-                e
-            }
-            Settled::Single(i, e) => {
-                if e.t > until.as_nanos() {
-                    return None;
-                }
-                // what redistributing the bucket would do, then taking the front's entry
-                self.buckets[i].clear();
-                self.nonempty &= !(1 << i);
-                self.last = e.t;
-                e
-            }
-        };
-        self.len -= 1;
-        Some((Instant::from_nanos(e.t), Event::decode(e.ev)))
+        let e = self.front[0];
+        if e.t > until {
+            return None;
+        }
+        self.head = 1;
+        Some(e)
     }
 
     /// Time of the earliest entry: the front's (it equals `last`) or else the smallest of
@@ -289,8 +284,17 @@ mod test {
             // peek_time sees the front without settling the buckets
             assert_eq!(q.peek_time(), h.peek().map(|Reverse((t, _, _))| Instant::from_nanos(*t)));
             if rng.below(4) != 0 {
-                let a = q.pop_until(Instant::MAX);
-                let b = h.pop().map(|Reverse((t, _, i))| (Instant::from_nanos(t), Event::Link(i)));
+                // a horizon that sometimes stops short of the earliest entry (the queue must
+                // then be left as it was, whichever path found that entry)
+                let until = match rng.below(3) {
+                    0 => Instant::MAX,
+                    _ => Instant::from_nanos(now + [0, 1, 12_000, 600_000][rng.below(4) as usize]),
+                };
+                let a = q.pop_until(until);
+                let b = match h.peek() {
+                    Some(Reverse((t, _, _))) if Instant::from_nanos(*t) <= until => h.pop().map(|Reverse((t, _, i))| (Instant::from_nanos(t), Event::Link(i))),
+                    _ => None,
+                };
                 assert_eq!(a, b);
                 if let Some((t, _)) = a {
                     now = t.as_nanos();
