@@ -230,12 +230,25 @@ impl TcpEndpoint {
     /// Moving a deadline later (the RTO re-armed on every ACK) costs nothing here; the
     /// entry is re-keyed when it reaches the top ([`Self::clean_heap`]), so the heap sees
     /// about one push per timer period instead of one per ACK.
+    ///
+    /// A deadline moved earlier replaces the connection's entry when that entry is one of
+    /// the heap's two inline ones, instead of leaving it behind as a stale entry: under
+    /// pacing every pacing wake-up re-keys to the RTO and then, one transmit later, to
+    /// the next pacing time, and the stale RTO entries (one per wake-up, ~100 per host)
+    /// would otherwise sit in the heap's buffer until their time comes (issue 17,
+    /// docs/performance.md "Session 10"). Stale entries are never popped as timers, so
+    /// which of them remain changes nothing.
     fn rekey(heap: &mut TimerHeap<(Instant, u32)>, id: u32, c: &mut Conn) {
         if let Some(d) = c.next_deadline() {
-            if c.heap_key.is_none_or(|k| d < k) {
-                heap.push((d, id));
-                c.heap_key = Some(d);
+            match c.heap_key {
+                None => {}
+                Some(k) if d < k => {
+                    heap.remove_inline((k, id));
+                }
+                Some(_) => return,
             }
+            heap.push((d, id));
+            c.heap_key = Some(d);
         }
     }
 

@@ -96,6 +96,22 @@ impl<T: Ord + Copy> TimerHeap<T> {
         self.small[1] = if self.small[0].is_some() { self.heap.pop().map(|r| r.0) } else { None };
         Some(x)
     }
+    /// Removes one entry equal to `x` if it is one of the two inline ones (true), else
+    /// leaves everything as it is (false). The rest keep their pop order. (Not inlined:
+    /// its caller, `TcpEndpoint::rekey`, runs several times per segment and mostly does
+    /// not get here.)
+    #[inline(never)]
+    pub fn remove_inline(&mut self, x: T) -> bool {
+        if self.small[0] == Some(x) {
+            self.pop();
+            true
+        } else if self.small[1] == Some(x) {
+            self.small[1] = self.heap.pop().map(|r| r.0);
+            true
+        } else {
+            false
+        }
+    }
 }
 
 /// A vector whose first two elements are stored inline: the endpoint's socket slots, so
@@ -282,6 +298,48 @@ mod test {
             }
             assert_eq!(h.peek(), b.peek().map(|Reverse(v)| v));
         }
+    }
+
+    #[test]
+    fn timer_heap_removes_inline_entries_only() {
+        let mut h = TimerHeap::default();
+        let mut b = BinaryHeap::new();
+        let mut x = 987654321u64;
+        for i in 0..6000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let v = ((x >> 40) % 50, (x >> 20) as u32 % 4);
+            match x >> 61 {
+                0 | 1 => {
+                    assert_eq!(h.pop(), b.pop().map(|Reverse(v)| v));
+                }
+                2 | 3 if i % 3 == 0 => {
+                    // remove the smallest or second smallest entry, or one deeper (refused)
+                    let mut all: Vec<_> = b.clone().into_sorted_vec().into_iter().rev().map(|Reverse(v)| v).collect();
+                    all.dedup();
+                    let k = (x >> 30) as usize % 3;
+                    if let Some(&y) = all.get(k) {
+                        let inline = b.iter().filter(|Reverse(e)| *e < y).count() < 2;
+                        assert_eq!(h.remove_inline(y), inline, "{y:?}");
+                        if inline {
+                            let mut rest = b.into_vec();
+                            let at = rest.iter().position(|Reverse(e)| *e == y).unwrap();
+                            rest.swap_remove(at);
+                            b = rest.into();
+                        }
+                    }
+                }
+                _ => {
+                    h.push(v);
+                    b.push(Reverse(v));
+                }
+            }
+            assert_eq!(h.peek(), b.peek().map(|Reverse(v)| v));
+        }
+        let mut rest = Vec::new();
+        while let Some(v) = h.pop() {
+            rest.push(v);
+        }
+        assert_eq!(rest, b.into_sorted_vec().into_iter().rev().map(|Reverse(v)| v).collect::<Vec<_>>());
     }
 
     #[test]

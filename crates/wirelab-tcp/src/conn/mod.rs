@@ -168,6 +168,10 @@ pub(crate) struct Conn {
     snd_sml: SeqNumber,
     high_seq: SeqNumber,
     mss_cache: u32,
+    // (on the line of the send sequence space: every transmit and ACK reads them)
+    tlp: Tlp,
+    /// `tcp_chrono_*`: busy / rwnd-limited / sndbuf-limited time.
+    chrono: chrono::Chrono,
     rcv_nxt: SeqNumber,
     rcv_wup: SeqNumber,
     rcv_wnd: u32,
@@ -229,11 +233,6 @@ pub(crate) struct Conn {
     rate: RateState,
     rack: Rack,
     rtt: RttEstimator,
-    /// `tcp_chrono_*`: busy / rwnd-limited / sndbuf-limited time.
-    chrono: chrono::Chrono,
-    tlp: Tlp,
-    /// `retrans_stamp`: first retransmission of the current episode.
-    retrans_stamp: Option<Instant>,
     stats: Stats,
     /// Thin-stream state (its `rdb_mode` is read by every ACK that advances `snd_una`).
     thin: ThinState,
@@ -247,6 +246,8 @@ pub(crate) struct Conn {
     // ---- cold: loss recovery, thin streams, the handshake, options and rarely used state ----
     undo: Undo,
     prr: Prr,
+    /// `retrans_stamp`: first retransmission of the current episode.
+    retrans_stamp: Option<Instant>,
     syn_xmit: Instant,
     /// `icsk_probes_tstamp`: when zero-window probing started (the probe timer's first run).
     probes_tstamp: Option<Instant>,
@@ -743,6 +744,12 @@ mod layout {
         assert_eq!(offset_of!(DelAck, timer), 0);
         assert_eq!(offset_of!(Pacing, timer), 0);
         assert!(offset_of!(Conn, pacing) + offset_of!(Pacing, timer) < 3 * 64);
+        // pacing, then the send sequence space with the loss-probe flag and chronograph:
+        // a paced transmit reads two lines there (Session 10)
+        assert_eq!(offset_of!(Conn, pacing) % 64, 0);
+        assert_eq!(core::mem::size_of::<Pacing>(), 64);
+        assert!(offset_of!(Conn, chrono) + core::mem::size_of::<chrono::Chrono>() <= offset_of!(Conn, pacing) + 128);
+        assert!(offset_of!(Conn, snd_una) >= offset_of!(Conn, pacing) + 64);
         assert!(offset_of!(Conn, mss_cache) < offset_of!(Conn, wq));
         assert!(offset_of!(Conn, stats) < offset_of!(Conn, rcv_ring));
         assert!(offset_of!(Conn, ofo) < offset_of!(Conn, undo));

@@ -17,7 +17,9 @@ pub(crate) enum PacingStatus {
 }
 
 /// Pacing state of a connection. `repr(C)` with `timer` first, next to the connection's
-/// other timers (`Conn::next_deadline`).
+/// other timers (`Conn::next_deadline`), and one 64-byte line in all: every transmit
+/// reads it (issue 17, docs/performance.md "Session 10"), so the optional parts are
+/// spelled with zero counts (`gso_left`, `tso_segs`) instead of `Option`s.
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub(crate) struct Pacing {
@@ -25,16 +27,21 @@ pub(crate) struct Pacing {
     pub timer: Option<Instant>,
     /// `tp->tcp_wstamp_ns`: earliest departure time of the next packet.
     pub wstamp: Instant,
-    /// The clock of the last `stamp()`, and whether it stamped a later segment of `gso`.
-    stamped: (Instant, bool),
+    /// The clock of the last `stamp()` (`stamped_gso`: it stamped a later segment of the
+    /// TSO packet being sent).
+    stamped_at: Instant,
     /// The TSO packet being sent: its segments leave together, at the EDT of the first
-    /// (GSO segments one skb on the device) — (the clock when it started, EDT, segments
-    /// still to go).
-    gso: Option<(Instant, Instant, u32)>,
-    /// The TSO packet whose first segment goes next: (segments, payload bytes).
-    tso_next: Option<(u32, u32)>,
+    /// (GSO segments one skb on the device) — the clock when it started, its EDT, and
+    /// its segments still to go (0: none being sent).
+    gso_at: Instant,
+    gso_edt: Instant,
+    /// The TSO packet whose first segment goes next: payload bytes and segments (0: none).
+    tso_bytes: u32,
     /// `tp->data_segs_out`: data segments sent (the first 10 are not paced).
     pub data_segs_out: u32,
+    gso_left: u16,
+    tso_segs: u16,
+    stamped_gso: bool,
     pub status: PacingStatus,
     /// Pacing was asked for (a module or `SO_MAX_PACING_RATE`).
     pub requested: bool,
@@ -42,7 +49,20 @@ pub(crate) struct Pacing {
 
 impl Pacing {
     pub fn new(now: Instant) -> Self {
-        Pacing { status: PacingStatus::None, requested: false, wstamp: now, timer: None, data_segs_out: 0, tso_next: None, gso: None, stamped: (now, false) }
+        Pacing {
+            status: PacingStatus::None,
+            requested: false,
+            wstamp: now,
+            timer: None,
+            data_segs_out: 0,
+            tso_bytes: 0,
+            tso_segs: 0,
+            gso_at: now,
+            gso_edt: now,
+            gso_left: 0,
+            stamped_at: now,
+            stamped_gso: false,
+        }
     }
 
     /// Pacing asked for: NONE → NEEDED (`cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE,
@@ -74,21 +94,23 @@ impl Pacing {
     /// puts its segments on the wire back to back.
     #[inline]
     pub fn tso_packet(&mut self, segs: u32, bytes: u32) {
-        self.tso_next = (segs > 1).then_some((segs, bytes));
-        self.gso = None;
+        // (a TSO packet holds at most GSO_MAX_SIZE / TCP_MIN_MSS = 744 segments)
+        self.tso_segs = if segs > 1 { segs.min(u16::MAX as u32) as u16 } else { 0 };
+        self.tso_bytes = bytes;
+        self.gso_left = 0;
     }
 
     /// The rest of a TSO packet whose first segment left at this instant: (its EDT).
     #[inline]
     fn in_gso(&mut self, now: Instant) -> Option<Instant> {
-        match self.gso {
-            Some((at, edt, left)) if at == now && left > 0 => Some(edt),
-            Some(_) => {
-                self.gso = None;
-                None
-            }
-            None => None,
+        if self.gso_left == 0 {
+            return None;
         }
+        if self.gso_at == now {
+            return Some(self.gso_edt);
+        }
+        self.gso_left = 0;
+        None
     }
 
     /// The departure time a data segment sent now gets (`tcp_wstamp_ns` or the clock,
@@ -104,10 +126,10 @@ impl Pacing {
     #[inline]
     pub fn stamp(&mut self, now: Instant, data: bool) -> (Instant, Instant) {
         if let Some(edt) = data.then(|| self.in_gso(now)).flatten() {
-            self.stamped = (now, true);
+            (self.stamped_at, self.stamped_gso) = (now, true);
             return (self.wstamp, edt);
         }
-        self.stamped = (now, false);
+        (self.stamped_at, self.stamped_gso) = (now, false);
         let prior = self.wstamp;
         self.wstamp = self.wstamp.max(now);
         (prior, self.wstamp)
@@ -122,14 +144,19 @@ impl Pacing {
     /// its later segments nothing.
     #[inline]
     pub fn after_send(&mut self, len: u32, prior_wstamp: Instant, rate: u64) {
-        if self.stamped.1 {
+        if self.stamped_gso {
             // a later segment of the TSO packet: sent and charged with the first
-            self.stamped.1 = false;
-            self.gso = self.gso.and_then(|(at, edt, left)| (left > 1).then_some((at, edt, left - 1)));
+            self.stamped_gso = false;
+            self.gso_left = self.gso_left.saturating_sub(1);
             return;
         }
-        let (segs, len) = self.tso_next.take().unwrap_or((1, len));
-        self.gso = (segs > 1).then_some((self.stamped.0, self.wstamp, segs - 1));
+        let (segs, len) = match self.tso_segs {
+            0 => (1, len),
+            n => (n as u32, self.tso_bytes),
+        };
+        self.tso_segs = 0;
+        self.gso_left = (segs - 1) as u16;
+        (self.gso_at, self.gso_edt) = (self.stamped_at, self.wstamp);
         self.data_segs_out = self.data_segs_out.wrapping_add(segs);
         if self.status == PacingStatus::None || rate == u64::MAX || rate == 0 || self.data_segs_out < 10 {
             return;
@@ -194,6 +221,11 @@ mod test {
         q.after_send(1500, prior, rate);
         assert_eq!(q.wstamp, us(5));
         assert!(!q.check(us(0)));
+    }
+
+    #[test]
+    fn one_line() {
+        assert_eq!(core::mem::size_of::<Pacing>(), 64);
     }
 
     #[test]
