@@ -223,8 +223,14 @@ pub struct TcpConfig {
     /// `net.ipv4.tcp_no_metrics_save`. wirelab never caches per-destination metrics, i.e.
     /// always behaves as if this were 1; 0 is accepted and documented as a deviation.
     pub tcp_no_metrics_save: bool,
-    /// `net.ipv4.tcp_adv_win_scale`: share of buffer space offered as window.
+    /// `net.ipv4.tcp_adv_win_scale`: share of buffer space offered as window (profiles
+    /// without [`scaling_ratio`](Self::scaling_ratio); Linux >= 6.6 ignores it).
     pub tcp_adv_win_scale: i32,
+    /// Linux >= 6.6's `tp->scaling_ratio` (linux-6 profile): `tcp_win_from_space()` offers
+    /// `space x scaling_ratio / 256`, the ratio measured from the received skbs' `len /
+    /// truesize` (`tcp_measure_rcv_mss()`), receive memory is charged in truesize
+    /// ([`rx_truesize`](Self::rx_truesize)). Off: `tcp_adv_win_scale` and payload bytes.
+    pub scaling_ratio: bool,
     /// `net.ipv4.tcp_reordering`: initial dupthresh.
     pub tcp_reordering: u32,
     /// `net.ipv4.tcp_max_reordering`: ceiling of the dynamic dupthresh.
@@ -383,6 +389,7 @@ impl TcpConfig {
             tcp_slow_start_after_idle: true,
             tcp_no_metrics_save: true,
             tcp_adv_win_scale: 1,
+            scaling_ratio: true,
             tcp_reordering: 3,
             tcp_max_reordering: 300,
             tcp_retries2: 15,
@@ -441,6 +448,7 @@ impl TcpConfig {
             "linux-6" | "default" => {}
             "linux-4.6" => {
                 c.profile = "linux-4.6";
+                c.scaling_ratio = false; // tcp_adv_win_scale until 6.6
                 c.tsq = TsqModel::Linux4;
                 c.tcp_limit_output_bytes = 262_144;
                 c.tso = false; // the 6.x TSO model is not claimed for this era
@@ -456,6 +464,7 @@ impl TcpConfig {
             }
             "linux-3.14" => {
                 c.profile = "linux-3.14";
+                c.scaling_ratio = false; // tcp_adv_win_scale until 6.6
                 c.tsq = TsqModel::Linux3;
                 c.tcp_limit_output_bytes = 131_072;
                 c.tso = false; // the 6.x TSO model is not claimed for this era
@@ -472,6 +481,7 @@ impl TcpConfig {
             }
             "linux-2.6.37" => {
                 c.profile = "linux-2.6.37";
+                c.scaling_ratio = false; // tcp_adv_win_scale until 6.6
                 c.tsq = TsqModel::Off; // TSQ came with Linux 3.6
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
@@ -495,6 +505,7 @@ impl TcpConfig {
             }
             "linux-2.2" => {
                 c.profile = "linux-2.2";
+                c.scaling_ratio = false; // tcp_adv_win_scale until 6.6
                 c.tsq = TsqModel::Off; // TSQ came with Linux 3.6
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
@@ -528,6 +539,7 @@ impl TcpConfig {
             "freebsd-4.10" => {
                 // Approximation: Linux machinery with FreeBSD 4.x defaults (docs/tcp.md).
                 c.profile = "freebsd-4.10";
+                c.scaling_ratio = false; // tcp_adv_win_scale until 6.6
                 c.tsq = TsqModel::Off; // TSQ came with Linux 3.6
                 c.tso = false; // the 6.x TSO model is not claimed for this era
                 c.idle_check_at_write = false;
@@ -737,6 +749,22 @@ impl TcpConfig {
     /// Our advertised MSS (`advmss`), before subtracting the timestamp option.
     pub fn advmss(&self) -> u32 {
         self.mtu.saturating_sub(40).max(88)
+    }
+
+    /// The truesize of a received skb of `ip_len` bytes (IP header on), as a TUN device
+    /// allocates it: one linear buffer (`tun_alloc_skb()`) of `SKB_DATA_ALIGN(ip_len)` plus
+    /// `skb_shared_info` (320), rounded up to its kmalloc cache, plus the `sk_buff` (256):
+    /// 2304 for every full-sized segment at MTU 1500. The receiver this machine's 6.18 is
+    /// checked against (packetdrill, `wirelab live`); another NIC's skbs differ
+    /// (docs/tcp.md).
+    pub(crate) fn rx_truesize(&self, ip_len: u32) -> u32 {
+        let data = ip_len.div_ceil(64) * 64 + 320;
+        let slab = match data {
+            0..=96 => 96,
+            97..=192 => 192,
+            _ => data.next_power_of_two(),
+        };
+        slab + 256
     }
 
     /// `tcp_win_from_space()`: the share of `space` bytes offered as window.

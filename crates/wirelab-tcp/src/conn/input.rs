@@ -736,6 +736,11 @@ impl Conn {
                 if self.ofo.insert(seq, end, self.sack_ok) {
                     let off = seq.dist(self.copied_seq) as usize;
                     self.rcv_store(off, data);
+                    if cfg.scaling_ratio {
+                        let ts = Self::rx_skb_truesize(cfg, r);
+                        self.ofo_ts += ts;
+                        self.rmem_ts += ts;
+                    }
                 }
             }
             if fin_in {
@@ -767,12 +772,25 @@ impl Conn {
             self.rcv_store(off, data);
             self.rcv_nxt = self.rcv_nxt + data.len() as u32;
             self.stats.bytes_received += data.len() as u64;
-            self.event_data_recv(cfg, now, r, data.len() as u32);
+            let ts = if cfg.scaling_ratio { Self::rx_skb_truesize(cfg, r) } else { 0 };
+            if cfg.scaling_ratio {
+                self.rcv_skbs.push_back((self.rcv_nxt, ts));
+                self.rmem_ts += ts;
+            }
+            self.event_data_recv(cfg, now, r, data.len() as u32, ts);
         }
         if !self.ofo.is_empty() {
             let (nxt, bytes) = self.ofo.pull(self.rcv_nxt);
             self.rcv_nxt = nxt;
             self.stats.bytes_received += bytes as u64;
+            if cfg.scaling_ratio && bytes > 0 {
+                // tcp_ofo_queue() moves the skbs, charge and all, to the receive queue; the
+                // share of a partial pull is the pulled bytes' (ranges keep no skbs)
+                let left = self.ofo.bytes() as u64;
+                let moved = (self.ofo_ts as u64 * bytes as u64 / (bytes as u64 + left)) as u32;
+                self.ofo_ts -= moved;
+                self.rcv_skbs.push_back((self.rcv_nxt, moved));
+            }
             if self.ofo.is_empty() {
                 // RFC 5681 4.2: ACK immediately when a gap is filled
                 self.ack.pending |= ACK_NOW;
@@ -839,8 +857,11 @@ impl Conn {
 
     /// `tcp_event_data_recv()`: rcv_mss, the receiver RTT, the ATO estimator and window
     /// growth.
-    fn event_data_recv(&mut self, cfg: &TcpConfig, now: Instant, r: &TcpRepr, len: u32) {
+    fn event_data_recv(&mut self, cfg: &TcpConfig, now: Instant, r: &TcpRepr, len: u32, truesize: u32) {
         self.ack.pending |= ACK_SCHED;
+        if cfg.scaling_ratio && len >= self.ack.rcv_mss && len != self.ack.rcv_mss {
+            self.measure_scaling_ratio(cfg, len, truesize);
+        }
         self.ack.measure_rcv_mss(len, self.advmss);
         let ts = if self.tstamp_ok { r.timestamp.map(|(_, ecr)| (ecr, self.ts_now(now))) } else { None };
         self.rcvq.measure(now, ts, len, self.ack.rcv_mss, self.rcv_nxt, self.rcv_wnd);
@@ -848,12 +869,74 @@ impl Conn {
         self.ack.update_ato(cfg, now, self.rtt.rto, w);
         self.data_ecn_check(cfg, now);
         if len >= 128 {
-            self.grow_window(cfg, len);
+            self.grow_window(cfg, len, truesize);
         }
     }
 
+    /// The truesize of the skb `r` arrived in ([`TcpConfig::rx_truesize`]).
+    fn rx_skb_truesize(cfg: &TcpConfig, r: &TcpRepr) -> u32 {
+        cfg.rx_truesize(20 + r.header_len() as u32 + r.payload.len() as u32)
+    }
+
+    /// `tcp_measure_rcv_mss()` (6.6+): a segment of a new size at or above rcv_mss sets
+    /// `scaling_ratio = len << 8 / truesize`; a changed ratio moves the window clamp
+    /// (`tcp_set_window_clamp(tcp_win_from_space(sk_rcvbuf))`, 6.14+) and caps
+    /// `rcvq_space.space` by it.
+    fn measure_scaling_ratio(&mut self, cfg: &TcpConfig, len: u32, truesize: u32) {
+        let old = self.scaling_ratio;
+        self.scaling_ratio = (((len as u64) << 8) / truesize.max(1) as u64).clamp(1, 255) as u8;
+        if self.scaling_ratio == old {
+            return;
+        }
+        let val = self.tcp_full_space(cfg).max(0) as u32;
+        // tcp_set_window_clamp(): at least SOCK_MIN_RCVBUF / 2
+        let new = val.max(2304);
+        if new != self.window_clamp {
+            let shrink = new < self.window_clamp;
+            self.window_clamp = new;
+            if shrink {
+                // __tcp_adjust_rcv_ssthresh() (no reserved memory)
+                self.rcv_ssthresh = self.rcv_ssthresh.min(new);
+            } else {
+                self.rcv_ssthresh = self.rcv_ssthresh.max(self.rcv_wnd.min(new));
+            }
+        }
+        self.rcvq.space = self.rcvq.space.min(self.window_clamp);
+    }
+
     /// `tcp_grow_window()`.
-    fn grow_window(&mut self, cfg: &TcpConfig, len: u32) {
+    fn grow_window(&mut self, cfg: &TcpConfig, len: u32, truesize: u32) {
+        if cfg.scaling_ratio {
+            // 6.x: room up to min(window_clamp, tcp_space()); 2 x advmss when an skb of this
+            // overhead fits the buffer (`tcp_win_from_space(truesize) <= len`), else
+            // __tcp_grow_window()'s halving search
+            let room = (self.window_clamp as i64).min(self.tcp_space(cfg)) - self.rcv_ssthresh as i64;
+            if room <= 0 {
+                return;
+            }
+            let incr = if self.win_from_space(cfg, truesize as i64) <= len as i64 {
+                2 * self.advmss
+            } else {
+                let mut ts = self.win_from_space(cfg, truesize as i64) >> 1;
+                let mut window = self.win_from_space(cfg, cfg.tcp_rmem[2] as i64) >> 1;
+                let mut incr = 0;
+                while self.rcv_ssthresh as i64 <= window {
+                    if ts <= len as i64 {
+                        incr = 2 * self.ack.rcv_mss;
+                        break;
+                    }
+                    ts >>= 1;
+                    window >>= 1;
+                }
+                incr
+            };
+            if incr > 0 {
+                let incr = incr.max(2 * len);
+                self.rcv_ssthresh += (room as u32).min(incr);
+                self.ack.quick |= 1;
+            }
+            return;
+        }
         if self.rcv_ssthresh < self.window_clamp && (self.rcv_ssthresh as i64) < self.tcp_space(cfg) {
             // truesize modelled as 2x payload: win_from_space(truesize) <= len holds
             let incr = (2 * self.advmss).max(2 * len);
@@ -883,13 +966,14 @@ impl Conn {
     /// `tcp_rcv_space_adjust()`: receive-buffer autotuning, once per receiver RTT.
     pub(super) fn rcv_space_adjust(&mut self, cfg: &TcpConfig, now: Instant) {
         let tune = cfg.tcp_moderate_rcvbuf && !self.rcvbuf_locked;
-        let Some((buf, clamp)) = self.rcvq.adjust(cfg, now, self.copied_seq, tune, self.advmss) else { return };
+        let ratio = if cfg.scaling_ratio { Some(self.scaling_ratio) } else { None };
+        let Some((buf, clamp)) = self.rcvq.adjust(cfg, now, self.copied_seq, tune, self.advmss, ratio) else { return };
         let rcvbuf = buf.min(cfg.tcp_rmem[2] as u64) as u32;
         if rcvbuf > self.rcvbuf {
             self.rcvbuf = rcvbuf;
             // make the window clamp follow along
             let mut clamp =
-                if clamp == u64::MAX { cfg.win_from_space(rcvbuf as i64).max(0) as u32 } else { clamp.min(u32::MAX as u64) as u32 };
+                if clamp == u64::MAX { self.win_from_space(cfg, rcvbuf as i64).max(0) as u32 } else { clamp.min(u32::MAX as u64) as u32 };
             if self.user_window_clamp != 0 {
                 clamp = clamp.min(self.user_window_clamp);
             }

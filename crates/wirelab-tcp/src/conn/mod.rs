@@ -29,6 +29,9 @@ use crate::config::TcpConfig;
 use crate::ring::{Ring, SendRing};
 use crate::wire::{SeqNumber, TcpRepr};
 use std::collections::VecDeque;
+
+/// `TCP_DEFAULT_SCALING_RATIO`: a 50 % `len / truesize` until the first data arrive.
+const TCP_DEFAULT_SCALING_RATIO: u8 = 128;
 use std::net::SocketAddrV4;
 use wirelab_core::{Instant, SockEvent};
 
@@ -179,6 +182,12 @@ pub(crate) struct Conn {
     window_clamp: u32,
     rcvbuf: u32,
     copied_seq: SeqNumber,
+    /// `tp->scaling_ratio` (256 = the whole buffer; `cfg.scaling_ratio` profiles).
+    scaling_ratio: u8,
+    /// Receive memory charged in truesize (`sk_rmem_alloc`; `cfg.scaling_ratio` profiles):
+    /// the in-order skbs not yet read (`rcv_skbs`) and the out-of-order ones (`ofo_ts`).
+    rmem_ts: u32,
+    ofo_ts: u32,
     advmss: u32,
     ts_offset: u32,
     ts_recent: u32,
@@ -238,6 +247,9 @@ pub(crate) struct Conn {
     thin: ThinState,
     // ---- the receive path's parts ----
     rcv_ring: Ring,
+    /// The in-order skbs not yet fully read: (end sequence, truesize), freed as
+    /// `tcp_recvmsg()` eats them (`cfg.scaling_ratio` profiles).
+    rcv_skbs: VecDeque<(SeqNumber, u32)>,
     rcvq: RcvSpace,
     ofo: OfoQueue,
     /// Receiver-side window policy (seed 003 rate control).
@@ -394,6 +406,10 @@ impl Conn {
             rcv_wnd: 0,
             rcv_wup: SeqNumber(0),
             copied_seq: SeqNumber(0),
+            scaling_ratio: TCP_DEFAULT_SCALING_RATIO,
+            rmem_ts: 0,
+            ofo_ts: 0,
+            rcv_skbs: VecDeque::new(),
             rcv_ssthresh: 0,
             window_clamp: 0,
             rcvbuf: cfg.tcp_rmem[1],
@@ -713,9 +729,10 @@ pub(crate) mod test_access {
         }
         /// `__tcp_select_window()` with `used` bytes queued in a buffer of `rcvbuf`.
         pub fn t_window_with(&mut self, cfg: &TcpConfig, rcvbuf: u32, used: u32) -> u32 {
-            let (rb, cs, rs, wc) = (self.rcvbuf, self.copied_seq, self.rcv_ssthresh, self.window_clamp);
+            let (rb, cs, rs, wc, ts) = (self.rcvbuf, self.copied_seq, self.rcv_ssthresh, self.window_clamp, self.rmem_ts);
             self.rcvbuf = rcvbuf;
             self.copied_seq = self.rcv_nxt - used;
+            self.rmem_ts = used; // scaling_ratio profiles: `used` bytes of receive memory
             self.window_clamp = u32::MAX >> 1;
             self.rcv_ssthresh = u32::MAX >> 1;
             let w = self.raw_select_window(cfg);
@@ -723,6 +740,7 @@ pub(crate) mod test_access {
             self.copied_seq = cs;
             self.rcv_ssthresh = rs;
             self.window_clamp = wc;
+            self.rmem_ts = ts;
             w
         }
     }

@@ -34,17 +34,29 @@ impl Conn {
     // Receive window (what we advertise)
     // ------------------------------------------------------------------------------------
 
-    /// Receive memory in use: queued in-order bytes plus out-of-order bytes.
-    fn rmem_alloc(&self) -> u32 {
+    /// Receive memory in use: the truesize charged (`sk_rmem_alloc`) on scaling-ratio
+    /// profiles, else queued in-order bytes plus out-of-order bytes.
+    fn rmem_alloc(&self, cfg: &TcpConfig) -> u32 {
+        if cfg.scaling_ratio {
+            return self.rmem_ts;
+        }
         self.rcv_nxt.dist(self.copied_seq) + self.ofo.bytes()
+    }
+    /// `tcp_win_from_space()`: `space x scaling_ratio >> TCP_RMEM_TO_WIN_SCALE` (6.6+),
+    /// else `tcp_adv_win_scale`'s share.
+    pub(super) fn win_from_space(&self, cfg: &TcpConfig, space: i64) -> i64 {
+        if cfg.scaling_ratio {
+            return (space * self.scaling_ratio as i64) >> 8;
+        }
+        cfg.win_from_space(space)
     }
     /// `tcp_space()`.
     pub(super) fn tcp_space(&self, cfg: &TcpConfig) -> i64 {
-        cfg.win_from_space(self.rcvbuf as i64 - self.rmem_alloc() as i64)
+        self.win_from_space(cfg, self.rcvbuf as i64 - self.rmem_alloc(cfg) as i64)
     }
     /// `tcp_full_space()`.
     pub(super) fn tcp_full_space(&self, cfg: &TcpConfig) -> i64 {
-        cfg.win_from_space(self.rcvbuf as i64)
+        self.win_from_space(cfg, self.rcvbuf as i64)
     }
     /// MSS used for receive-window rounding (advmss minus timestamp space).
     fn rcv_adv_mss(&self) -> u32 {

@@ -78,10 +78,18 @@ impl RcvSpace {
     /// The measurement of `tcp_rcv_space_adjust()`, once per receiver RTT: returns the
     /// (rcvbuf, window_clamp) the era's rule asks for when `tune` (`tcp_moderate_rcvbuf`
     /// and the buffer not locked) and the copied rate grew; `u64::MAX` as clamp means
-    /// "`tcp_win_from_space(rcvbuf)`". Our receive memory counts payload, so "rcvbuf for a
-    /// window w" is `tcp_space_from_win(w)` throughout.
+    /// "`tcp_win_from_space(rcvbuf)`". "rcvbuf for a window w" is `tcp_space_from_win(w)`
+    /// throughout: by `ratio` (the socket's `scaling_ratio`) on 6.6+ profiles, else by
+    /// `tcp_adv_win_scale`.
     #[inline]
-    pub fn adjust(&mut self, cfg: &TcpConfig, now: Instant, copied_seq: SeqNumber, tune: bool, advmss: u32) -> Option<(u64, u64)> {
+    pub fn adjust(
+        &mut self, cfg: &TcpConfig, now: Instant, copied_seq: SeqNumber, tune: bool, advmss: u32, ratio: Option<u8>,
+    ) -> Option<(u64, u64)> {
+        // tcp_space_from_win(): by the socket's scaling_ratio on 6.6+ profiles
+        let space_from_win = |w: i64| match ratio {
+            Some(r) => (((w as i128) << 8) / r.max(1) as i128).min(i64::MAX as i128) as i64,
+            None => cfg.space_from_win(w),
+        };
         let rtt_us = (self.rtt_us >> 3) as u64;
         let elapsed = now.saturating_since(self.time).as_micros();
         if self.rtt_us == 0 || elapsed < rtt_us {
@@ -96,7 +104,7 @@ impl RcvSpace {
                 if space != self.space {
                     self.space = space;
                     if tune {
-                        let buf = cfg.space_from_win(space as i64).max(0) as u64;
+                        let buf = space_from_win(space as i64).max(0) as u64;
                         grow_to = Some((buf, space as u64));
                     }
                 }
@@ -115,7 +123,7 @@ impl RcvSpace {
                                 rcvwin += rcvwin >> 1;
                             }
                         }
-                        let buf = cfg.space_from_win(rcvwin.min(u32::MAX as u64) as i64).max(0) as u64;
+                        let buf = space_from_win(rcvwin.min(u32::MAX as u64) as i64).max(0) as u64;
                         grow_to = Some((buf, rcvwin));
                     }
                     self.space = copied;
@@ -128,7 +136,7 @@ impl RcvSpace {
                         let mut rcvwin = (copied as u64) * 2 + 16 * advmss as u64;
                         let grow = rcvwin * (copied - self.space) as u64 / self.space.max(1) as u64;
                         rcvwin += grow * 2;
-                        let buf = cfg.space_from_win(rcvwin.min(i64::MAX as u64 / 4) as i64).max(0) as u64;
+                        let buf = space_from_win(rcvwin.min(i64::MAX as u64 / 4) as i64).max(0) as u64;
                         grow_to = Some((buf, u64::MAX));
                     }
                     self.space = copied;
@@ -155,9 +163,9 @@ mod test {
         r.rtt_update(10_000, false);
         assert_eq!(r.rtt_us >> 3, 10_000);
         // before one receiver RTT has passed: nothing
-        assert_eq!(r.adjust(&cfg, t0 + Duration::from_millis(5), SeqNumber(50_000), true, 1460), None);
+        assert_eq!(r.adjust(&cfg, t0 + Duration::from_millis(5), SeqNumber(50_000), true, 1460, None), None);
         // 29 200 bytes copied in 10 ms (double the space): 2·copied + 16·MSS, plus 2·growth
-        let g = r.adjust(&cfg, t0 + Duration::from_millis(10), SeqNumber(29_200), true, 1460).unwrap();
+        let g = r.adjust(&cfg, t0 + Duration::from_millis(10), SeqNumber(29_200), true, 1460, None).unwrap();
         let rcvwin = 2 * 29_200 + 16 * 1460;
         let rcvwin = rcvwin + 2 * (rcvwin * 14_600 / 14_600);
         assert_eq!(g, (cfg.space_from_win(rcvwin as i64) as u64, u64::MAX));

@@ -167,6 +167,14 @@ impl Conn {
         }
         self.rcv_ring.discard(n);
         self.copied_seq = self.copied_seq + n as u32;
+        // tcp_recvmsg() frees an skb once read to its end (sk_eat_skb())
+        while let Some(&(end, ts)) = self.rcv_skbs.front() {
+            if end.after(self.copied_seq) {
+                break;
+            }
+            self.rmem_ts -= ts;
+            self.rcv_skbs.pop_front();
+        }
         if self.rcv_ring.is_empty() && self.ofo.is_empty() && self.rcv_ring.capacity() > 4096 {
             // drained after a burst: give the memory back (steady streams stay at 4 kB)
             self.rcv_ring = Ring::default();
