@@ -140,6 +140,9 @@ pub(crate) struct LinkDir {
     pub superseded: Option<Instant>,
     /// No scheduled change (up/down, netem spec) targets this direction.
     pub fixed: bool,
+    /// The sending interface's qdisc may ask for a wake-up (`Qdisc::may_wake`: not a
+    /// FIFO); if not, `schedule_dir` never reads the qdisc (a cold line per host).
+    pub q_wakes: bool,
     /// The datagram being serialised belongs to a local socket that charged it (TCP
     /// Small Queues): its (`sk`, truesize), released when the transmitter is free again
     /// (`tcp_wfree()` at TX completion), at the event the link has then anyway.
@@ -385,6 +388,7 @@ impl Sim {
         self.dirs.push(LinkDir {
             name: format!("{name}:{an}->{bn}"),
             link: LinkDirection::new(a.4, Rng::stream(seed, &format!("link/{name}/ab"))),
+            q_wakes: a.3.may_wake(),
             from: (a.0, ia),
             to: (b.0, ib),
             scheduled: None,
@@ -396,6 +400,7 @@ impl Sim {
         self.dirs.push(LinkDir {
             name: format!("{name}:{bn}->{an}"),
             link: LinkDirection::new(b.4, Rng::stream(seed, &format!("link/{name}/ba"))),
+            q_wakes: b.3.may_wake(),
             from: (b.0, ib),
             to: (a.0, ia),
             scheduled: None,
@@ -1236,7 +1241,7 @@ impl Sim {
         let now = self.now;
         let dir = &self.dirs[d as usize];
         let mut next = dir.link.poll_timeout();
-        if dir.link.is_idle(now) {
+        if dir.q_wakes && dir.link.is_idle(now) {
             let (fnode, fif) = dir.from;
             let q = &self.nodes[fnode as usize].ifaces[fif as usize].qdisc;
             if q.qlen() > 0 {
