@@ -169,9 +169,6 @@ impl Conn {
         if self.window_clamp > 2 * self.advmss && self.window_clamp + self.advmss > maxwin {
             self.window_clamp = (2 * self.advmss).max(maxwin.saturating_sub(self.advmss));
         }
-        if self.user_window_clamp != 0 {
-            self.window_clamp = self.window_clamp.min(self.user_window_clamp);
-        }
         self.rcv_ssthresh = self.rcv_ssthresh.min(self.window_clamp);
         // tcp_initialize_rcv_mss(), now that rcv_wnd is known (negotiate() ran before the
         // initial window was chosen on the passive side)
@@ -971,13 +968,12 @@ impl Conn {
         let rcvbuf = buf.min(cfg.tcp_rmem[2] as u64) as u32;
         if rcvbuf > self.rcvbuf {
             self.rcvbuf = rcvbuf;
-            // make the window clamp follow along
-            let mut clamp =
+            // "make the window clamp follow along": it replaces a TCP_WINDOW_CLAMP too (every
+            // era; 6.18 tcp_rcvbuf_grow(): window_clamp = tcp_win_from_space(rcvbuf))
+            let clamp =
                 if clamp == u64::MAX { self.win_from_space(cfg, rcvbuf as i64).max(0) as u32 } else { clamp.min(u32::MAX as u64) as u32 };
-            if self.user_window_clamp != 0 {
-                clamp = clamp.min(self.user_window_clamp);
-            }
-            self.window_clamp = clamp.min(65535u32 << self.rcv_wscale);
+            // (no cap at 65535 << rcv_wscale: tcp_select_window() caps the offer)
+            self.window_clamp = clamp;
         }
     }
 }

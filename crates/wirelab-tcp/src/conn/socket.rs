@@ -377,13 +377,21 @@ impl Conn {
                 if *v == 0 {
                     return Err(SockError::BadOption);
                 }
-                // TCP_WINDOW_CLAMP: at least SOCK_MIN_RCVBUF / 2
+                // tcp_set_window_clamp() (6.8+): at least SOCK_MIN_RCVBUF / 2; a smaller
+                // clamp lowers rcv_ssthresh (__tcp_adjust_rcv_ssthresh), a larger one raises
+                // it towards rcv_wnd. It is tp->window_clamp itself: autotuning and a new
+                // scaling_ratio replace it later (tcp_rcvbuf_grow, tcp_measure_rcv_mss)
                 let v = (*v).max(1152);
                 self.user_window_clamp = v;
-                if self.window_clamp == 0 || self.window_clamp > v {
+                let old = self.window_clamp;
+                if v != old {
                     self.window_clamp = v;
+                    if old == 0 || v < old {
+                        self.rcv_ssthresh = self.rcv_ssthresh.min(v);
+                    } else {
+                        self.rcv_ssthresh = self.rcv_ssthresh.max(self.rcv_wnd.min(v));
+                    }
                 }
-                self.rcv_ssthresh = self.rcv_ssthresh.min(self.window_clamp);
                 if syn_pending {
                     self.select_initial_window(cfg);
                 }

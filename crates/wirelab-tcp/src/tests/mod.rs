@@ -482,14 +482,15 @@ fn rcvbuf_lock_disables_autotuning() {
 
 #[test]
 fn window_clamp_limits_offer() {
-    // before 6.14: 6.14+'s tcp_measure_rcv_mss() replaces the clamp with
-    // tcp_win_from_space(sk_rcvbuf) when the first data set scaling_ratio (a listener's
-    // TCP_WINDOW_CLAMP of 20000: the kernel's SYN-ACK offers 18980, its ACKs then grow to
-    // 65535), so this holds for the adv_win_scale profiles only
+    // a clamp holds only while nothing else sets tp->window_clamp: autotuning replaces it
+    // when it grows the buffer (every era), and 6.14+'s tcp_measure_rcv_mss() when the first
+    // data set scaling_ratio (packetdrill own/window-clamp-*.pkt, kernel-checked); so the
+    // receive buffer is locked and the profile an adv_win_scale one
     let mut cfg = TcpConfig::default();
     cfg.scaling_ratio = false;
     let mut p = Pair::new(cfg.clone(), cfg, 100_000_000, ms(25), 1000, 17);
     let (c, s) = p.connect(80);
+    p.b.set_option(s, SockOpt::RcvBuf(1 << 20)).unwrap();
     p.b.set_option(s, SockOpt::WindowClamp(20_000)).unwrap();
     p.sinks.push((false, s, 0, false));
     p.bulk.push((true, c, u64::MAX));
