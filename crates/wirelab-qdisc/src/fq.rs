@@ -122,50 +122,67 @@ impl FqParams {
     }
 }
 
-/// A queue of packets by `time_to_send`: a FIFO while times are monotone, an ordered map
-/// for packets that would overtake its tail (`flow_queue_add()`, `fq_peek()`).
+/// A FIFO of packets by `time_to_send` (`flow->head`/`tail`): the packets whose times are
+/// monotone, i.e. all of them unless one would overtake the tail, which goes to the
+/// flow's [`Ooo`] instead (`flow_queue_add()`). Restarts at its first slot when it
+/// empties, so a flow that holds one or two packets at a time reuses the same lines of
+/// its buffer instead of cycling through its capacity.
+type Lin = VecDeque<(u64, Pkt)>;
+
+/// The packets that would overtake their queue's tail (Linux's per-flow rb-tree `t_root`),
+/// ordered by (time, insertion). Almost always empty: it is kept apart from the hot
+/// [`Lin`] and read only when the queue's count says it holds something.
 #[derive(Debug, Default)]
-#[repr(C)]
-struct TQueue {
-    lin: VecDeque<(u64, Pkt)>,
+struct Ooo {
     tree: BTreeMap<(u64, u64), Pkt>,
     seq: u64,
 }
 
-impl TQueue {
-    fn push(&mut self, tts: u64, pkt: Pkt) {
-        if self.lin.back().is_none_or(|b| tts >= b.0) {
-            self.lin.push_back((tts, pkt));
-        } else {
-            // rb-tree insertion goes right on >=: equal times keep arrival order
-            self.seq += 1;
-            self.tree.insert((tts, self.seq), pkt);
-        }
+/// `flow_queue_add()`.
+fn tq_push(lin: &mut Lin, ooo: &mut Ooo, tts: u64, pkt: Pkt) {
+    if lin.back().is_none_or(|b| tts >= b.0) {
+        lin.push_back((tts, pkt));
+    } else {
+        // rb-tree insertion goes right on >=: equal times keep arrival order
+        ooo.seq += 1;
+        ooo.tree.insert((tts, ooo.seq), pkt);
     }
-    /// `fq_peek()`: the tree's first node if strictly earlier than the list head.
-    fn peek(&self) -> Option<(u64, &Pkt)> {
-        let t = self.tree.first_key_value().map(|(k, p)| (k.0, p));
-        let h = self.lin.front().map(|(t, p)| (*t, p));
-        match (t, h) {
-            (Some(t), Some(h)) => Some(if t.0 < h.0 { t } else { h }),
-            (t, h) => t.or(h),
-        }
+}
+
+/// `fq_peek()`: the tree's first node if strictly earlier than the list head. `ooo` is
+/// `None` when the caller knows it is empty (its count equals `lin`'s length).
+fn tq_peek<'a>(lin: &'a Lin, ooo: Option<&'a Ooo>) -> Option<(u64, &'a Pkt)> {
+    let h = lin.front().map(|(t, p)| (*t, p));
+    let Some(ooo) = ooo else { return h };
+    let t = ooo.tree.first_key_value().map(|(k, p)| (k.0, p));
+    match (t, h) {
+        (Some(t), Some(h)) => Some(if t.0 < h.0 { t } else { h }),
+        (t, h) => t.or(h),
     }
-    fn pop(&mut self) -> Option<(u64, Pkt)> {
-        let from_tree = match (self.tree.first_key_value(), self.lin.front()) {
+}
+
+/// `fq_dequeue_skb()`'s removal of the packet [`tq_peek`] returns.
+fn tq_pop(lin: &mut Lin, ooo: Option<&mut Ooo>) -> Option<(u64, Pkt)> {
+    if let Some(ooo) = ooo {
+        let from_tree = match (ooo.tree.first_key_value(), lin.front()) {
             (Some((k, _)), Some(h)) => k.0 < h.0,
             (Some(_), None) => true,
             _ => false,
         };
         if from_tree {
-            self.tree.pop_first().map(|(k, p)| (k.0, p))
-        } else {
-            self.lin.pop_front()
+            return ooo.tree.pop_first().map(|(k, p)| (k.0, p));
         }
     }
+    let r = lin.pop_front();
+    if lin.is_empty() {
+        // back to the first slot (VecDeque::clear resets the head)
+        lin.clear();
+    }
+    r
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 enum Where {
     /// On no list (`fq_flow_is_detached()`), since `age`.
     Detached,
@@ -175,28 +192,70 @@ enum Where {
     Throttled,
 }
 
-/// A flow: two cache lines (aligned), the queue heads and what every packet reads first.
+/// No flow (the end of a list, an empty throttled slot).
+const NIL: u32 = u32::MAX;
+
+/// A flow (`struct fq_flow`): two aligned cache lines, the first holding everything an
+/// enqueue or dequeue of an in-order packet reads or writes (the queue, the list link,
+/// credit, pacing time, age), the second the hash key and the out-of-order tree, which
+/// only a bucket lookup and a reordered packet read.
 #[derive(Debug)]
 #[repr(C, align(64))]
 struct Flow {
-    q: TQueue,
-    qlen: u32,
-    band: u8,
-    at: Where,
-    credit: i64,
+    // -- line 0
+    lin: Lin,
     time_next_packet: u64,
-    key: u64,
     /// `f->age`: when the flow was detached, ns.
     age: u64,
+    /// `f->credit` (an `int` in Linux).
+    credit: i32,
+    /// Packets queued, `lin` and `ooo` together (`f->qlen`).
+    qlen: u32,
+    /// `f->next`: the next flow on the same band list ([`NIL`]: the last).
+    next: u32,
+    band: u8,
+    at: Where,
+    // -- line 1
+    key: u64,
+    ooo: Ooo,
 }
 
-#[derive(Debug, Default)]
+impl Flow {
+    /// The out-of-order tree if it may hold packets (`qlen` counts more than `lin`).
+    fn ooo(&self) -> Option<&Ooo> {
+        (self.qlen as usize != self.lin.len()).then_some(&self.ooo)
+    }
+    /// Takes the packet [`tq_peek`] returns.
+    fn pop(&mut self) -> Option<(u64, Pkt)> {
+        let ooo = (self.qlen as usize != self.lin.len()).then_some(&mut self.ooo);
+        tq_pop(&mut self.lin, ooo)
+    }
+}
+
+/// A band list (`struct fq_flow_head`): flows linked through [`Flow::next`].
+#[derive(Clone, Copy, Debug)]
+struct FlowList {
+    first: u32,
+    last: u32,
+}
+
+impl FlowList {
+    const EMPTY: FlowList = FlowList { first: NIL, last: NIL };
+    fn is_empty(&self) -> bool {
+        self.first == NIL
+    }
+}
+
+/// `struct fq_perband_flows`: 32 bytes, so that the three bands take a line and a half.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
 struct Band {
-    new_flows: VecDeque<u32>,
-    old_flows: VecDeque<u32>,
+    new_flows: FlowList,
+    old_flows: FlowList,
     credit: i64,
     quantum: i64,
 }
+
 
 /// `tc -s qdisc` counters of `fq` (`struct tc_fq_qd_stats`); the per-packet ones first.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -226,40 +285,61 @@ pub struct FqStats {
 
 /// The `fq` qdisc. The layout is chosen for the simulator's locality (every field keeps
 /// its meaning): with paced senders, each packet's enqueue and its dequeue at its departure
-/// time are separate visits to a qdisc that has gone cold in between, so the fields every
-/// packet reads come first, on consecutive cache lines (`repr(C)`, line-aligned), and the
-/// configuration and counters that `tc -s` alone reads come last.
+/// time are separate visits to a qdisc that has gone cold in between, so what a packet
+/// reads is packed into six consecutive lines (`repr(C)`, line-aligned; a unit test keeps
+/// the offsets) and nothing else is read on the way: the band lists are linked through
+/// the flows, as Linux's are (no list buffers), the throttled set's smallest entry is
+/// inline (its heap's buffer is read only when two or more flows are throttled), the
+/// internal queue only when it holds packets, a flow's hash bucket only when the socket
+/// differs from the last one's. The configuration and counters that `tc -s` alone reads
+/// come last.
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub struct Fq {
-    // -- line 0: queue state read by every enqueue and dequeue
-    qlen: usize,
+    // -- line 0: queue state, read by every enqueue and dequeue
+    /// `sch->q.qlen` (a `__u32` in Linux).
+    qlen: u32,
+    internal_qlen: u32,
     backlog: usize,
     time_next_delayed_flow: u64,
     /// The flow `lookup()` found last, (socket key, flow), kept only while that flow is
     /// alone in its hash bucket: then a lookup of the same key would find it first and
-    /// garbage-collect nothing, so the bucket need not be read (0: none; keys are never 0).
-    last: (u64, u32),
-    internal_qlen: u32,
+    /// garbage-collect nothing, so the bucket need not be read (key 0: none; keys are
+    /// never 0).
+    last_key: u64,
+    last_flow: u32,
     n_flows: u32,
     inactive_flows: u32,
+    /// Flows in the throttled set (`delayed_min` and `delayed_rest`).
     throttled_flows: u32,
     band_nr: u32,
     band_pkt_count: [u32; FQ_BANDS],
-    // -- line 1
-    flows: Vec<Flow>,
-    /// `q->delayed`: (time_next_packet, insertion order, flow).
-    delayed: BinaryHeap<Reverse<(u64, u64, u32)>>,
-    internal: TQueue,
-    // -- lines 2-3: the parameters, per-packet ones first (FqParams is repr(C))
+    // -- line 1: the per-packet parameters (FqParams is repr(C), those first); line 2:
+    // the rest of them and the flow table
     p: FqParams,
+    flows: Vec<Flow>,
+    // -- lines 3-4: the bands, then the throttled set's smallest entry
+    bands: [Band; FQ_BANDS],
+    /// `q->delayed`'s first node: (time_next_packet, insertion order, flow); flow [`NIL`]
+    /// when no flow is throttled. The others are in `delayed_rest`.
+    delayed_min: (u64, u64, u32),
+    delayed_seq: u64,
+    // -- line 5: the counters every dequeue or throttling writes (FqStats is repr(C))
     c: Counters,
     st: FqStats,
-    bands: [Band; FQ_BANDS],
-    delayed_seq: u64,
+    // -- cold
+    delayed_rest: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    /// The fast path's FIFO (`q->internal`), read only while `internal_qlen` > 0.
+    internal: Lin,
+    internal_ooo: Ooo,
     hash_key: u32,
     free: Vec<u32>,
-    buckets: Vec<Vec<u32>>,
+    /// Hash bucket → 1 + its index in `bucket_vecs` (0: never used). Allocated zeroed and
+    /// dropped without a walk: `2^buckets_log` (1024) vectors per qdisc cost 24 KB to
+    /// create and to drop, per host, although a host's qdisc sees a handful of sockets.
+    bucket_slot: Vec<u32>,
+    /// The flows of each bucket in use (`q->fq_root[]`'s trees; lookup order as before).
+    bucket_vecs: Vec<Vec<u32>>,
 }
 
 /// `hash_ptr()` / `hash_64()`: multiplicative hashing with `GOLDEN_RATIO_64`.
@@ -270,22 +350,23 @@ fn hash_ptr(key: u64, bits: u8) -> usize {
 impl Fq {
     /// An `fq` qdisc; `rng` keys the orphan hash (Linux's boot-time `hashrnd`).
     pub fn new(p: FqParams, mut rng: Rng) -> Self {
-        let mut bands: [Band; FQ_BANDS] = Default::default();
-        for (b, w) in bands.iter_mut().zip(p.weights) {
-            b.quantum = w as i64;
-        }
+        let bands = p.weights.map(|w| Band { new_flows: FlowList::EMPTY, old_flows: FlowList::EMPTY, credit: 0, quantum: w as i64 });
         Fq {
             hash_key: rng.next_u32(),
             flows: Vec::new(),
             free: Vec::new(),
-            buckets: vec![Vec::new(); 1 << p.buckets_log],
+            bucket_slot: vec![0; 1 << p.buckets_log],
+            bucket_vecs: Vec::new(),
             bands,
             band_nr: 0,
-            last: (0, 0),
+            last_key: 0,
+            last_flow: 0,
             band_pkt_count: [0; FQ_BANDS],
-            internal: TQueue::default(),
+            internal: Lin::new(),
+            internal_ooo: Ooo::default(),
             internal_qlen: 0,
-            delayed: BinaryHeap::new(),
+            delayed_min: (u64::MAX, 0, NIL),
+            delayed_rest: BinaryHeap::new(),
             delayed_seq: 0,
             time_next_delayed_flow: u64::MAX,
             n_flows: 0,
@@ -309,23 +390,46 @@ impl Fq {
         self.st
     }
 
+    /// `fq_flow_add_tail()`: `f` to the tail of its band's new or old list.
     fn add_tail(&mut self, f: u32, new: bool) {
         let fl = &mut self.flows[f as usize];
         fl.at = Where::Listed;
+        fl.next = NIL;
         let b = &mut self.bands[fl.band as usize];
-        if new {
-            b.new_flows.push_back(f);
+        let head = if new { &mut b.new_flows } else { &mut b.old_flows };
+        let last = std::mem::replace(&mut head.last, f);
+        if last == NIL {
+            head.first = f;
         } else {
-            b.old_flows.push_back(f);
+            self.flows[last as usize].next = f;
         }
     }
 
+    /// Takes the first flow off band `b`'s new (or old) list.
+    fn pop_head(&mut self, b: usize, new: bool, f: u32) {
+        let next = self.flows[f as usize].next;
+        let band = &mut self.bands[b];
+        let head = if new { &mut band.new_flows } else { &mut band.old_flows };
+        head.first = next;
+        if next == NIL {
+            head.last = NIL;
+        }
+    }
+
+    /// `fq_flow_set_throttled()`.
     fn set_throttled(&mut self, f: u32) {
         let fl = &mut self.flows[f as usize];
         fl.at = Where::Throttled;
         let t = fl.time_next_packet;
         self.delayed_seq += 1;
-        self.delayed.push(Reverse((t, self.delayed_seq, f)));
+        let e = (t, self.delayed_seq, f);
+        if self.throttled_flows == 0 {
+            self.delayed_min = e;
+        } else if e < self.delayed_min {
+            self.delayed_rest.push(Reverse(std::mem::replace(&mut self.delayed_min, e)));
+        } else {
+            self.delayed_rest.push(Reverse(e));
+        }
         self.throttled_flows += 1;
         self.st.throttled += 1;
         self.time_next_delayed_flow = self.time_next_delayed_flow.min(t);
@@ -340,13 +444,14 @@ impl Fq {
         self.st.unthrottle_latency_ns -= self.st.unthrottle_latency_ns >> 3;
         self.st.unthrottle_latency_ns += sample >> 3;
         self.time_next_delayed_flow = u64::MAX;
-        while let Some(&Reverse((t, _, f))) = self.delayed.peek() {
+        while self.throttled_flows > 0 {
+            let (t, _, f) = self.delayed_min;
             if t > now {
                 self.time_next_delayed_flow = t;
                 break;
             }
-            self.delayed.pop();
             self.throttled_flows -= 1;
+            self.delayed_min = if self.throttled_flows > 0 { self.delayed_rest.pop().map_or((u64::MAX, 0, NIL), |Reverse(e)| e) } else { (u64::MAX, 0, NIL) };
             self.add_tail(f, false);
         }
     }
@@ -369,24 +474,33 @@ impl Fq {
     /// `fq_gc()` + the lookup of `fq_classify()`: the flow of socket key `key`, created
     /// with `initial_quantum` credit if new.
     fn lookup(&mut self, key: u64, now: u64) -> u32 {
-        if self.last.0 == key {
-            return self.last.1;
+        if self.last_key == key {
+            return self.last_flow;
         }
         let (f, alone) = self.lookup_bucket(key, now);
-        self.last = if alone { (key, f) } else { (0, 0) };
+        (self.last_key, self.last_flow) = if alone { (key, f) } else { (0, 0) };
         f
     }
 
     /// [`Self::lookup`] through the hash bucket: (the flow, whether it is now alone in its
-    /// bucket). Buckets change nowhere else, so `last` stays exact until the next lookup
-    /// through a bucket.
+    /// bucket). Buckets change nowhere else, so `last_key` stays exact until the next
+    /// lookup through a bucket.
     fn lookup_bucket(&mut self, key: u64, now: u64) -> (u32, bool) {
-        let b = hash_ptr(key, self.p.buckets_log);
+        let h = hash_ptr(key, self.p.buckets_log);
+        let b = match self.bucket_slot[h] {
+            0 => {
+                self.bucket_vecs.push(Vec::new());
+                self.bucket_slot[h] = self.bucket_vecs.len() as u32;
+                self.bucket_vecs.len() - 1
+            }
+            s => s as usize - 1,
+        };
         let mut found = None;
         let mut gc = 0;
         let mut i = 0;
-        while i < self.buckets[b].len() {
-            let f = self.buckets[b][i];
+        let bucket = &mut self.bucket_vecs[b];
+        while i < bucket.len() {
+            let f = bucket[i];
             let fl = &self.flows[f as usize];
             if fl.key == key {
                 found = Some(f);
@@ -395,7 +509,7 @@ impl Fq {
             if gc < FQ_GC_MAX && fl.at == Where::Detached && now > fl.age + FQ_GC_AGE_NS {
                 // fq_gc_candidate(): detached and idle for 3 s
                 gc += 1;
-                self.buckets[b].swap_remove(i);
+                bucket.swap_remove(i);
                 self.free.push(f);
                 self.n_flows -= 1;
                 self.inactive_flows -= 1;
@@ -405,9 +519,20 @@ impl Fq {
             i += 1;
         }
         if let Some(f) = found {
-            return (f, self.buckets[b].len() == 1);
+            return (f, bucket.len() == 1);
         }
-        let fl = Flow { key, q: TQueue::default(), qlen: 0, credit: self.p.initial_quantum as i64, band: 0, at: Where::Detached, age: now, time_next_packet: 0 };
+        let fl = Flow {
+            key,
+            lin: Lin::new(),
+            ooo: Ooo::default(),
+            qlen: 0,
+            credit: self.p.initial_quantum as i32,
+            band: 0,
+            at: Where::Detached,
+            next: NIL,
+            age: now,
+            time_next_packet: 0,
+        };
         let f = match self.free.pop() {
             Some(f) => {
                 self.flows[f as usize] = fl;
@@ -418,10 +543,10 @@ impl Fq {
                 (self.flows.len() - 1) as u32
             }
         };
-        self.buckets[b].push(f);
+        bucket.push(f);
         self.n_flows += 1;
         self.inactive_flows += 1;
-        (f, self.buckets[b].len() == 1)
+        (f, bucket.len() == 1)
     }
 
     fn drop_pkt(&mut self, pkt: Pkt, dropped: &mut Vec<Pkt>) -> Verdict {
@@ -540,10 +665,10 @@ impl Qdisc for Fq {
         if self.fastpath(&pkt, tts, now) {
             self.st.fastpath_packets += 1;
             self.internal_qlen += 1;
-            self.internal.push(tts, pkt);
+            tq_push(&mut self.internal, &mut self.internal_ooo, tts, pkt);
         } else {
             let f = self.lookup(key, now);
-            let (quantum, refill, flow_limit) = (self.p.quantum as i64, self.p.refill_delay_ns, self.p.flow_limit);
+            let (quantum, refill, flow_limit) = (self.p.quantum as i32, self.p.refill_delay_ns, self.p.flow_limit);
             if self.flows[f as usize].qlen >= flow_limit {
                 self.st.flows_plimit += 1;
                 return self.drop_pkt(pkt, dropped);
@@ -567,7 +692,7 @@ impl Qdisc for Fq {
             }
             fl.qlen += 1;
             // fq_skb_cb(skb)->band is recomputed at dequeue from the unchanged priority
-            fl.q.push(tts, pkt);
+            tq_push(&mut fl.lin, &mut fl.ooo, tts, pkt);
             self.band_pkt_count[band] += 1;
         }
         self.qlen += 1;
@@ -579,12 +704,15 @@ impl Qdisc for Fq {
         if self.qlen == 0 {
             return None;
         }
-        if let Some((_, p)) = self.internal.pop() {
-            self.internal_qlen -= 1;
-            self.qlen -= 1;
-            self.backlog -= p.len();
-            self.c.sent(&p);
-            return Some(p);
+        if self.internal_qlen > 0 {
+            let ooo = (self.internal_qlen as usize != self.internal.len()).then_some(&mut self.internal_ooo);
+            if let Some((_, p)) = tq_pop(&mut self.internal, ooo) {
+                self.internal_qlen -= 1;
+                self.qlen -= 1;
+                self.backlog -= p.len();
+                self.c.sent(&p);
+                return Some(p);
+            }
         }
         let now = now_i.as_nanos();
         self.check_throttled(now);
@@ -592,17 +720,19 @@ impl Qdisc for Fq {
         loop {
             let (b, new) = self.select(&mut retry)?;
             retry = 0;
-            let list = if new { &mut self.bands[b].new_flows } else { &mut self.bands[b].old_flows };
-            let Some(&f) = list.front() else { continue };
+            let f = if new { self.bands[b].new_flows.first } else { self.bands[b].old_flows.first };
+            if f == NIL {
+                continue;
+            }
             let fl = &mut self.flows[f as usize];
             if fl.credit <= 0 {
-                fl.credit += self.p.quantum as i64;
-                list.pop_front();
+                fl.credit += self.p.quantum as i32;
+                self.pop_head(b, new, f);
                 self.add_tail(f, false);
                 continue;
             }
-            let Some((tts, _)) = fl.q.peek() else {
-                list.pop_front();
+            let Some((tts, _)) = tq_peek(&fl.lin, fl.ooo()) else {
+                self.pop_head(b, new, f);
                 // force a pass through old_flows to prevent starvation
                 if new {
                     self.add_tail(f, false);
@@ -615,12 +745,12 @@ impl Qdisc for Fq {
             };
             let time_next_packet = tts.max(fl.time_next_packet);
             if now < time_next_packet {
-                list.pop_front();
                 fl.time_next_packet = time_next_packet;
+                self.pop_head(b, new, f);
                 self.set_throttled(f);
                 continue;
             }
-            let (_, mut p) = fl.q.pop()?;
+            let (_, mut p) = fl.pop()?;
             fl.qlen -= 1;
             if fl.qlen == 0 {
                 self.inactive_flows += 1;
@@ -632,7 +762,7 @@ impl Qdisc for Fq {
             let pband = self.p.prio2band[(skb_priority(&p) & 15) as usize] as usize;
             self.band_pkt_count[pband] -= 1;
             let plen = p.len() as u32;
-            self.flows[f as usize].credit -= plen as i64;
+            self.flows[f as usize].credit -= plen as i32;
             self.bands[b].credit -= plen as i64;
             self.qlen -= 1;
             self.backlog -= p.len();
@@ -656,7 +786,7 @@ impl Qdisc for Fq {
     }
 
     fn qlen(&self) -> usize {
-        self.qlen
+        self.qlen as usize
     }
 
     fn backlog_bytes(&self) -> usize {
@@ -664,7 +794,7 @@ impl Qdisc for Fq {
     }
 
     fn stats(&self) -> QdiscStats {
-        let mut s = self.c.snapshot("fq", self.qlen, self.backlog);
+        let mut s = self.c.snapshot("fq", self.qlen as usize, self.backlog);
         let p = &self.p;
         let rate = |r: u64| if r == NO_RATE { -1 } else { r.min(i64::MAX as u64) as i64 };
         s.xstats.extend([
@@ -880,5 +1010,28 @@ impl FqOpts {
             p.weights = ws;
         }
         p
+    }
+}
+
+#[cfg(test)]
+mod layout {
+    use super::*;
+    use core::mem::{offset_of, size_of};
+
+    /// What a packet's enqueue and dequeue read stays on `Fq`'s first six lines and a
+    /// flow's first line (see the comments on [`Fq`] and [`Flow`]).
+    #[test]
+    fn hot_fields_stay_on_their_lines() {
+        assert_eq!(offset_of!(Fq, band_pkt_count) + size_of::<[u32; FQ_BANDS]>(), 64, "queue state: line 0");
+        assert_eq!(offset_of!(Fq, p), 64);
+        assert_eq!(offset_of!(FqParams, refill_delay_ns), 64, "per-packet parameters: line 1");
+        assert!(offset_of!(Fq, flows) + size_of::<Vec<Flow>>() <= 192);
+        assert_eq!(offset_of!(Fq, bands), 192);
+        assert_eq!(size_of::<Band>(), 32);
+        assert!(offset_of!(Fq, delayed_seq) + 8 <= 320, "the throttled set's head: line 4");
+        assert_eq!(offset_of!(Fq, c), 320);
+        assert!(offset_of!(Fq, st) + offset_of!(FqStats, gc_flows) <= 384, "counters: line 5");
+        assert!(offset_of!(Flow, at) < 64 && offset_of!(Flow, key) == 64);
+        assert_eq!(size_of::<Flow>(), 128);
     }
 }
