@@ -16,22 +16,33 @@ pub const DEFAULT_PRIOMAP: [u8; 16] = [1, 2, 2, 2, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1,
 /// `pfifo_fast`: three FIFO bands chosen by `skb->priority` through the priomap; band 0
 /// is always served first. Limit: `txqueuelen` packets in total (the ≤ 4.15 list-based
 /// implementation; newer kernels give each band its own ring of that size).
+///
+/// Layout: everything an enqueue, a dequeue or a bypass reads or writes apart from its
+/// band (the limit, each band's length, the backlog, the counters) in the first cache
+/// line, the three bands (one line each) after it: with many hosts each visit finds the
+/// qdisc cold, and a visit touched four or five of its lines (the three bands' lengths
+/// for the limit test, band 0 before TCP's band 1, the counters after the bands).
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub struct PfifoFast {
-    /// One 64-byte line per packet (`PktQueue`).
-    bands: [PktQueue; 3],
     limit: u32,
+    /// Packets in each band (the bands' own lengths, kept here).
+    lens: [u32; 3],
     backlog: usize,
     c: Counters,
+    /// One 64-byte line per packet (`PktQueue`).
+    bands: [PktQueue; 3],
 }
+
+const _: () = assert!(core::mem::offset_of!(PfifoFast, bands) == 64, "the header is one line");
 
 impl PfifoFast {
     /// `pfifo_fast` on a device with `txqueuelen`.
     pub fn new(txqueuelen: u32) -> Self {
-        PfifoFast { bands: Default::default(), limit: txqueuelen, backlog: 0, c: Counters::new() }
+        PfifoFast { bands: Default::default(), lens: [0; 3], limit: txqueuelen, backlog: 0, c: Counters::new() }
     }
     fn qlen_total(&self) -> usize {
-        self.bands.iter().map(|b| b.len()).sum()
+        self.lens.iter().map(|&l| l as usize).sum()
     }
 }
 
@@ -48,21 +59,21 @@ impl Qdisc for PfifoFast {
         }
         let band = DEFAULT_PRIOMAP[(skb_priority(&pkt) & TC_PRIO_MAX) as usize] as usize;
         self.backlog += pkt.len();
+        self.lens[band] += 1;
         self.bands[band].push_back(pkt);
         Verdict::Queued
     }
     fn dequeue(&mut self, _now: Instant, _dropped: &mut Vec<Pkt>) -> Option<Pkt> {
-        for b in &mut self.bands {
-            if let Some(p) = b.pop_front() {
-                self.backlog -= p.len();
-                self.c.sent(&p);
-                return Some(p);
-            }
-        }
-        None
+        let band = self.lens.iter().position(|&l| l > 0)?;
+        let p = self.bands[band].pop_front()?;
+        self.lens[band] -= 1;
+        self.backlog -= p.len();
+        self.c.sent(&p);
+        Some(p)
     }
     fn peek_len(&self) -> Option<usize> {
-        self.bands.iter().find_map(|b| b.front_len())
+        let band = self.lens.iter().position(|&l| l > 0)?;
+        self.bands[band].front_len()
     }
     fn qlen(&self) -> usize {
         self.qlen_total()
