@@ -228,8 +228,7 @@ mod test {
 
     #[test]
     fn modern_growth_once_per_rtt() {
-        let mut cfg = TcpConfig::default();
-        cfg.rcv_space_style = RcvSpaceStyle::Modern;
+        let cfg = TcpConfig { rcv_space_style: RcvSpaceStyle::Modern, ..TcpConfig::default() };
         let t0 = Instant::ZERO;
         let mut r = RcvSpace::new(t0);
         r.space = 14_600;
