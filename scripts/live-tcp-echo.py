@@ -51,10 +51,10 @@ SYSCTL = {
 }
 
 # struct tcp_info (include/uapi/linux/tcp.h): offsets of the fields read here
-TI = {"state": (0, "B"), "rtt_us": (68, "I"), "snd_ssthresh": (76, "I"), "snd_cwnd": (80, "I"),
+TI = {"state": (0, "B"), "snd_mss": (16, "I"), "unacked": (24, "I"), "rtt_us": (68, "I"), "snd_ssthresh": (76, "I"), "snd_cwnd": (80, "I"),
       "total_retrans": (100, "I"), "bytes_acked": (120, "Q"), "bytes_received": (128, "Q"),
-      "busy_time_us": (168, "Q"), "rwnd_limited_us": (176, "Q"), "sndbuf_limited_us": (184, "Q"),
-      "bytes_sent": (200, "Q"), "bytes_retrans": (208, "Q"), "snd_wnd": (228, "I"), "rcv_wnd": (232, "I")}
+      "notsent_bytes": (144, "I"), "busy_time_us": (168, "Q"), "rwnd_limited_us": (176, "Q"), "sndbuf_limited_us": (184, "Q"),
+      "delivered": (192, "I"), "bytes_sent": (200, "Q"), "bytes_retrans": (208, "Q"), "snd_wnd": (228, "I"), "rcv_wnd": (232, "I")}
 
 
 def tcp_info(s: socket.socket) -> dict:
@@ -62,6 +62,12 @@ def tcp_info(s: socket.socket) -> dict:
     out = {k: struct.unpack_from("=" + f, b, o)[0] for k, (o, f) in TI.items() if o + struct.calcsize(f) <= len(b)}
     out["sndbuf"] = s.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
     out["rcvbuf"] = s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+    # SO_MEMINFO (55): sk_meminfo's SK_MEMINFO_* (what `ss -m` prints as skmem)
+    try:
+        m = struct.unpack_from("=9I", s.getsockopt(socket.SOL_SOCKET, 55, 36))
+        out["wmem_alloc"], out["wmem_queued"] = m[2], m[5]
+    except OSError:
+        pass
     return out
 
 
@@ -210,7 +216,7 @@ def peer_client(host: str, port: int, seconds: float, interval: float = 0.05) ->
 
 # --- the experiment --------------------------------------------------------------------------
 
-def live_scenario(delay_ms: int, seconds: float, me: str, rate: str, nic: str) -> str:
+def live_scenario(delay_ms: int, seconds: float, me: str, rate: str, nic: str, interval: float = 0.05) -> str:
     sysctl = ", ".join(f'"{k}" = "{v}"' for k, v in SYSCTL.items())
     py = f"KERNEL_NIC_RATE={nic} {sys.executable}"
     # with the kernel's own HTB as the bottleneck, the emulated link's queue only absorbs
@@ -225,7 +231,7 @@ duration = "{seconds + 30}s"
 name = "h1"
 kind = "tun"
 sysctl = {{ {sysctl} }}
-run = ["{py} {me} client 10.0.0.2 {PORT} {seconds} > client.json"]
+run = ["{py} {me} client 10.0.0.2 {PORT} {seconds} {interval} > client.json"]
 
 [[node]]
 name = "h2"
@@ -256,10 +262,13 @@ def rate_of(samples: list[dict], t_end: float, t_from: float = 0.0) -> float:
     return (at(t_end) - at(t_from)) * 8 / (t_end - t_from) / 1e6
 
 
-def run_kernel(live_bin: str, delay_ms: int, seconds: float, tmp: Path, rate: str, nic: str, rep: int = 0) -> dict:
+def run_kernel(live_bin: str, delay_ms: int, seconds: float, tmp: Path, rate: str, nic: str, rep: int = 0,
+               interval: float = 0.05, samples: list | None = None) -> dict:
+    """One kernel run; the client's tcp_info samples (every `interval` s) are appended to
+    `samples` when it is given."""
     out = tmp / f"live-{delay_ms}-{rep}"
     f = tmp / f"live-{delay_ms}-{rep}.toml"
-    f.write_text(live_scenario(delay_ms, seconds, str(Path(__file__).resolve()), rate, nic))
+    f.write_text(live_scenario(delay_ms, seconds, str(Path(__file__).resolve()), rate, nic, interval))
     p = subprocess.run([live_bin, "live", str(f), "--out", str(out), "-q"], capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"wirelab live failed ({p.returncode}): {p.stderr.strip()[-2000:]}")
@@ -268,6 +277,8 @@ def run_kernel(live_bin: str, delay_ms: int, seconds: float, tmp: Path, rate: st
     s = json.loads(srv.read_text()) if srv.exists() and srv.read_text().strip() else {}
     summ = json.loads((out / "summary.json").read_text())
     smp = c["samples"] + [c["end"]]
+    if samples is not None:
+        samples.extend(smp)
     lag = summ["live"]["event_lag"]
     e = c["end"]
     return {
@@ -291,19 +302,26 @@ def drops_of(out: Path) -> int:
     return sum(int(r["drops"]) for r in csv.DictReader((out / "queues.csv").open()))
 
 
-def run_wirelab(name: str, wbin: str, delay_ms: int, seconds: float, tmp: Path, rate: str) -> dict:
+def run_wirelab(name: str, wbin: str, delay_ms: int, seconds: float, tmp: Path, rate: str,
+                sets: tuple = (), frames: dict | None = None) -> dict:
+    """wirelab's TCP on the same path (tcp-echo.toml); `sets` are more `--set`s, and the
+    client's (h1) tcp_timeseries rows go into `frames[name]` when it is given."""
     import pandas as pd
     out = tmp / f"sim-{name}-{delay_ms}"
+    extra = [a for kv in sets for a in ("--set", kv)]
     p = subprocess.run([wbin, "run", str(SCENARIO), "--out", str(out), "-q",
                         "--set", f"link.wire.a.netem=rate {rate} delay {delay_ms}ms",
                         "--set", f"link.wire.b.netem=rate {rate}",
                         "--set", f"app.client.stop={100 + int(seconds * 1000)}ms",
-                        "--set", f"scenario.duration={int(seconds * 1000) + 2000}ms"], capture_output=True, text=True)
+                        "--set", f"scenario.duration={int(seconds * 1000) + 2000}ms", *extra],
+                       capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{wbin} run failed: {p.stderr.strip()[-2000:]}")
     t = pd.read_csv(out / "tcp_timeseries.csv")
     h1 = t[(t["node"] == "h1") & (t["time_s"] >= 0.1)].sort_values("time_s")
     h2 = t[t["node"] == "h2"].sort_values("time_s")
+    if frames is not None:
+        frames[name] = h1
     # the client connects at 0.1 s: shift to the kernel client's clock (t = 0 at connect())
     smp = [{"t": r.time_s - 0.1, "bytes_received": r.bytes_received} for r in h1.itertuples()]
     e1, e2 = h1[h1["time_s"] <= 0.1 + seconds + 1e-9].iloc[-1], h2[h2["time_s"] <= 0.1 + seconds + 1e-9].iloc[-1]
@@ -347,7 +365,8 @@ def main() -> int:
         peer_server(int(sys.argv[2]))
         return 0
     if len(sys.argv) > 1 and sys.argv[1] == "client":
-        print(json.dumps(peer_client(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))), flush=True)
+        iv = float(sys.argv[5]) if len(sys.argv) > 5 else 0.05
+        print(json.dumps(peer_client(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), iv)), flush=True)
         return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--delays", default="40,100", help="one-way delays in ms, comma-separated")

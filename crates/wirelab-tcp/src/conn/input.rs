@@ -804,6 +804,23 @@ impl Conn {
             self.readable_signaled = true;
             self.notify(out, SockEvent::Readable);
         }
+        // sk_data_ready() (sock_def_readable()) wakes every sleeper on the socket's wait
+        // queue, a writer blocked in sk_stream_wait_memory() too (its wait does not filter
+        // by event), and that writer goes on as soon as sk_stream_memory_free(): with data
+        // arriving it does not wait for sk_stream_write_space()'s third of the buffer.
+        // SOCK_NOSPACE (write_blocked) stays set, as the kernel leaves it.
+        if !data.is_empty() && self.write_blocked && self.sk_stream_memory_free(cfg) {
+            self.notify(out, SockEvent::Writable);
+        }
+    }
+
+    /// `sk_stream_memory_free()`: `sk_wmem_queued < sk_sndbuf` (in payload bytes against
+    /// half the buffer on the profiles that count truesize as twice the payload).
+    fn sk_stream_memory_free(&self, cfg: &TcpConfig) -> bool {
+        if !cfg.tso {
+            return self.snd_ring.len() < (self.sndbuf / 2) as usize;
+        }
+        self.wmem_queued(cfg) < self.sndbuf as u64
     }
 
     /// `tcp_fin()`.
