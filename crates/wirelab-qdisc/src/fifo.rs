@@ -93,6 +93,9 @@ impl Qdisc for Fifo {
     fn qlen(&self) -> usize {
         self.q.len()
     }
+    fn may_wake(&self) -> bool {
+        false
+    }
     fn idle_dequeue_is_noop(&self) -> bool {
         self.q.is_empty()
     }

@@ -240,6 +240,12 @@ pub trait Qdisc: Send {
         let _ = now;
         None
     }
+    /// `false` if [`next_wakeup`](Self::next_wakeup) always returns `None` (a
+    /// work-conserving qdisc without timers, such as the FIFOs): the driver then never asks,
+    /// nor reads the qdisc while its transmitter idles. `true` (the default) is always correct.
+    fn may_wake(&self) -> bool {
+        true
+    }
     /// Packets queued (`sch->q.qlen`), including in child qdiscs.
     fn qlen(&self) -> usize;
     /// True if a `dequeue` now would return nothing and change nothing (an empty FIFO):

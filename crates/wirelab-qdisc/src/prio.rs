@@ -67,6 +67,9 @@ impl Qdisc for PfifoFast {
     fn qlen(&self) -> usize {
         self.qlen_total()
     }
+    fn may_wake(&self) -> bool {
+        false
+    }
     fn idle_dequeue_is_noop(&self) -> bool {
         // every queued packet's bytes are in `backlog`, and no packet is empty (an IPv4
         // header at least)
