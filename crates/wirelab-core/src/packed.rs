@@ -79,25 +79,26 @@ impl PackedPkt {
     }
 
     /// The fields moved one by one: no `PktMeta` copied whole, the tail's place found with
-    /// one test for the simulator's tails (see [`Pkt::pattern_tail`]).
+    /// one test for the simulator's tails (see [`Pkt::pattern_tail`]). The packet is taken
+    /// apart first and never referred to as a whole: a reference to it (the cold path's
+    /// `materialize`) made the compiler copy it to the stack in pieces of odd sizes and read
+    /// the tail back across two of them, a store-forwarding stall at every transmission.
     #[inline(always)]
-    fn pack_with(mut pkt: Pkt, own_hop: bool) -> PackedPkt {
-        let (tail_off, tail_len) = match pkt.pattern_tail() {
-            Some(t) => t,
-            None => {
-                materialize(&mut pkt);
-                (0, 0)
-            }
+    fn pack_with(pkt: Pkt, own_hop: bool) -> PackedPkt {
+        let Pkt { data, tail, meta } = pkt;
+        let (data, tail_off, tail_len) = match crate::pkt::pattern_place(tail) {
+            Some((o, l)) => (data, o, l),
+            None => (materialized(data, tail), 0, 0),
         };
         PackedPkt {
-            data: pkt.data,
-            id: pkt.meta.id,
-            mark: pkt.meta.mark,
-            priority: pkt.meta.priority,
+            data,
+            id: meta.id,
+            mark: meta.mark,
+            priority: meta.priority,
             tail_off,
             tail_len,
-            l2_len: pkt.meta.l2_len,
-            corrupted: pkt.meta.corrupted,
+            l2_len: meta.l2_len,
+            corrupted: meta.corrupted,
             own_hop,
         }
     }
@@ -145,11 +146,13 @@ impl PackedPkt {
     }
 }
 
-/// A tail outside the pattern (no wirelab stack makes one) is copied into the bytes.
+/// A tail outside the pattern (no wirelab stack makes one) is copied into the bytes
+/// ([`Pkt::materialize`]).
 #[cold]
 #[inline(never)]
-fn materialize(pkt: &mut Pkt) {
-    pkt.materialize();
+fn materialized(mut data: Vec<u8>, tail: &'static [u8]) -> Vec<u8> {
+    data.extend_from_slice(tail);
+    data
 }
 
 /// One queue entry: a packed packet and the fields every queued packet has.

@@ -23,6 +23,21 @@ pub struct Pkt {
     pub meta: PktMeta,
 }
 
+/// [`Pkt::pattern_tail`] of a tail.
+#[inline(always)]
+pub(crate) fn pattern_place(tail: &'static [u8]) -> Option<(u16, u16)> {
+    let p = &crate::pattern::PATTERN;
+    let len = tail.len();
+    // an empty tail's pointer lies anywhere: it is (0, 0); any other lies in the
+    // pattern if its offset (wrapping: huge when it lies below) and end fit
+    let off = if len == 0 { 0 } else { (tail.as_ptr() as usize).wrapping_sub(p.as_ptr() as usize) };
+    if (off | len) <= u16::MAX as usize && off + len <= p.len() {
+        Some((off as u16, len as u16))
+    } else {
+        None
+    }
+}
+
 /// Per-packet metadata that is not part of the bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PktMeta {
@@ -125,16 +140,7 @@ impl Pkt {
     /// such as a link's in-flight entry, then carries the bytes instead).
     #[inline]
     pub fn pattern_tail(&self) -> Option<(u16, u16)> {
-        let p = &crate::pattern::PATTERN;
-        let len = self.tail.len();
-        // an empty tail's pointer lies anywhere: it is (0, 0); any other lies in the
-        // pattern if its offset (wrapping: huge when it lies below) and end fit
-        let off = if len == 0 { 0 } else { (self.tail.as_ptr() as usize).wrapping_sub(p.as_ptr() as usize) };
-        if (off | len) <= u16::MAX as usize && off + len <= p.len() {
-            Some((off as u16, len as u16))
-        } else {
-            None
-        }
+        pattern_place(self.tail)
     }
     /// Bytes `range` of the datagram, reading through the tail; `None` past its end.
     /// Copies into `out` only when the range crosses into the tail.

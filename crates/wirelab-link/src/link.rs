@@ -342,7 +342,37 @@ impl LinkDirection {
     /// Puts `pkt` on the wire: serialisation starts at `now` (or when the current frame
     /// ends, if the driver calls while busy). Impairments are decided in
     /// `netem_enqueue`'s order: duplicate, loss, corrupt, reorder/gap, delay + jitter.
-    pub fn transmit(&mut self, now: Instant, mut pkt: Pkt) -> TxResult {
+    ///
+    /// The path of an unimpaired link (`plain`) is inlined into the caller: a packet handed
+    /// over by value to a function of its own is copied whole, 16 bytes at a time, right
+    /// after the caller wrote some of its fields (2, 4 or 8 bytes at a time), and such a
+    /// load cannot take its bytes from the pending stores (a store-forwarding stall).
+    #[inline(always)]
+    pub fn transmit(&mut self, now: Instant, pkt: Pkt) -> TxResult {
+        if !(self.up && self.plain) {
+            return self.transmit_impaired(now, pkt);
+        }
+        self.advance(now);
+        let start = now.max(self.busy_until);
+        self.stats.tx_packets += 1;
+        self.stats.tx_bytes += pkt.len() as u64;
+        // send_copy without impairments: nothing drawn, nothing changed
+        let end = start.saturating_add(self.serialise(&pkt));
+        let mut arrival = end.saturating_add(Duration::from_nanos(self.delay_ns));
+        if self.fifo_order {
+            arrival = arrival.max(self.last_arrival);
+        }
+        self.counter = self.counter.wrapping_add(1);
+        self.last_arrival = self.last_arrival.max(arrival);
+        self.push(arrival, pkt);
+        self.busy_until = end;
+        let original = Fate::InFlight { arrival, corrupted: false, reordered: false, ecn_marked: false };
+        TxResult { tx_end: end, original, duplicate: None }
+    }
+
+    /// `transmit` on a link that is down or impaired.
+    #[inline(never)]
+    fn transmit_impaired(&mut self, now: Instant, mut pkt: Pkt) -> TxResult {
         self.advance(now);
         let start = now.max(self.busy_until);
         self.stats.tx_packets += 1;
@@ -353,20 +383,6 @@ impl LinkDirection {
             self.busy_until = end;
             self.stats.dropped_down += 1;
             return TxResult { tx_end: end, original: Fate::Lost(LossCause::LinkDown), duplicate: None };
-        }
-        if self.plain {
-            // send_copy without impairments: nothing drawn, nothing changed
-            let end = start.saturating_add(self.serialise(&pkt));
-            let mut arrival = end.saturating_add(Duration::from_nanos(self.delay_ns));
-            if self.fifo_order {
-                arrival = arrival.max(self.last_arrival);
-            }
-            self.counter = self.counter.wrapping_add(1);
-            self.last_arrival = self.last_arrival.max(arrival);
-            self.push(arrival, pkt);
-            self.busy_until = end;
-            let original = Fate::InFlight { arrival, corrupted: false, reordered: false, ecn_marked: false };
-            return TxResult { tx_end: end, original, duplicate: None };
         }
         // netem_enqueue: "Random duplication", then "Drop packet?"
         let dup = self.duplicate != 0 && self.duplicate >= self.dup_cor.next(&mut self.rng_dup);
@@ -470,6 +486,9 @@ impl LinkDirection {
         (Fate::InFlight { arrival, corrupted, reordered, ecn_marked }, end)
     }
 
+    /// Inlined with `transmit`'s plain path (see there): the packet is packed field by
+    /// field where the caller has it.
+    #[inline(always)]
     fn push(&mut self, arrival: Instant, pkt: Pkt) {
         let f = InFlight::pack(arrival, pkt);
         let seq = self.seq;
@@ -528,6 +547,10 @@ impl LinkDirection {
 
     /// The next packet that has arrived at the far end by `now`: arrival-time order, ties
     /// in transmit order. Call until `None`.
+    ///
+    /// Inlined: a packet returned by a function of its own is written field by field and
+    /// then copied whole by the caller, a store-forwarding stall (see `transmit`).
+    #[inline(always)]
     pub fn poll_arrival(&mut self, now: Instant) -> Option<Pkt> {
         self.advance(now);
         let f = if !self.heap.is_empty() {
