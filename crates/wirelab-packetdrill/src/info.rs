@@ -43,6 +43,8 @@ pub fn tcpi_vars(i: &TcpInfo) -> Vec<(&'static str, i128)> {
         ("tcpi_lost", i.lost as i128),
         ("tcpi_retrans", i.retrans as i128),
         ("tcpi_rcv_ssthresh", i.rcv_ssthresh as i128),
+        ("tcpi_rcv_space", i.rcv_space as i128),
+        ("tcpi_rcv_rtt", i.rcv_rtt_us as i128),
         ("tcpi_rtt", i.srtt_us as i128),
         ("tcpi_rttvar", i.rttvar_us as i128),
         ("tcpi_snd_ssthresh", i.ssthresh as i128),

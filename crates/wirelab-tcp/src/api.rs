@@ -253,6 +253,10 @@ pub struct TcpInfo {
     pub rcv_wnd: u32,
     /// `rcv_ssthresh`.
     pub rcv_ssthresh: u32,
+    /// `rcvq_space.space`: bytes the reader took in the last measured receiver RTT.
+    pub rcv_space: u32,
+    /// The receiver's RTT estimate (`rcv_rtt_est.rtt_us >> 3`, µs; 0 = none).
+    pub rcv_rtt_us: u32,
     /// `window_clamp`.
     pub window_clamp: u32,
     /// `sk_sndbuf`.

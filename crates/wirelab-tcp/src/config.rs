@@ -15,8 +15,12 @@ pub enum RcvSpaceStyle {
     Legacy,
     /// 3.15 to 4.18: `2·copied + 16·advmss`, ×1.5 or ×2 when the rate grew 25 % / 50 %.
     Steps,
-    /// 4.19 and later: `2·copied + 16·advmss` plus twice the relative growth.
+    /// 4.19 to 6.15: `2·copied + 16·advmss` plus twice the relative growth.
     Modern,
+    /// 6.16 and later (`tcp_rcvbuf_grow()`): `2·copied` plus twice the relative growth
+    /// plus the out-of-order span, `copied` less the bytes still queued; the receiver RTT
+    /// latches lower samples and skips zero, repeated-echo and queued-data ones.
+    Linux616,
 }
 
 /// Which era's TCP Small Queues (`conn/tsq.rs`) limits what a socket keeps in its host's
@@ -385,7 +389,7 @@ impl TcpConfig {
             tcp_window_scaling: true,
             tcp_congestion_control: CongestionAlgo::CUBIC,
             tcp_moderate_rcvbuf: true,
-            rcv_space_style: RcvSpaceStyle::Modern,
+            rcv_space_style: RcvSpaceStyle::Linux616,
             tcp_slow_start_after_idle: true,
             tcp_no_metrics_save: true,
             tcp_adv_win_scale: 1,

@@ -11,7 +11,8 @@ use super::timer::timer_at;
 use super::{Conn, Out, RstSpec, SkTimer, XmitTimer, TCP_MIN_MSS, TCP_MSS_DEFAULT};
 use crate::api::{SockError, TcpState};
 use crate::cc::{AckSample, CaEvent, CaState, CA_ACK_ECE, CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE};
-use crate::config::{RdbMode, TcpConfig};
+use super::rcvspace::rcvbuf_grow_win;
+use crate::config::{RcvSpaceStyle, RdbMode, TcpConfig};
 use crate::ring::SendRing;
 use crate::wire::{flags, SackBlocks, SeqNumber, TcpRepr};
 use std::collections::VecDeque;
@@ -739,6 +740,12 @@ impl Conn {
                         self.rmem_ts += ts;
                     }
                 }
+                if cfg.rcv_space_style == RcvSpaceStyle::Linux616 {
+                    // 6.16+ tcp_data_queue_ofo(): tcp_rcvbuf_grow() with an unchanged space
+                    let space = self.rcvq.space;
+                    let rcvwin = rcvbuf_grow_win(space, space, self.ooo_span());
+                    self.rcvbuf_grow(cfg, rcvwin);
+                }
             }
             if fin_in {
                 self.fin_rcvd = Some(seq + data.len() as u32);
@@ -878,7 +885,10 @@ impl Conn {
         }
         self.ack.measure_rcv_mss(len, self.advmss);
         let ts = if self.tstamp_ok { r.timestamp.map(|(_, ecr)| (ecr, self.ts_now(now))) } else { None };
-        self.rcvq.measure(now, ts, len, self.ack.rcv_mss, self.rcv_nxt, self.rcv_wnd);
+        // the queue before this segment (tcp_rcv_rtt_measure_ts() runs before it is queued)
+        let queue_empty = self.rcv_nxt.dist(self.copied_seq) <= len;
+        let style = cfg.rcv_space_style;
+        self.rcvq.measure(style, now, ts, len, self.ack.rcv_mss, self.rcv_nxt, self.rcv_wnd, queue_empty);
         let w = self.receive_window();
         self.ack.update_ato(cfg, now, self.rtt.rto, w);
         self.data_ecn_check(cfg, now);
@@ -981,7 +991,30 @@ impl Conn {
     pub(super) fn rcv_space_adjust(&mut self, cfg: &TcpConfig, now: Instant) {
         let tune = cfg.tcp_moderate_rcvbuf && !self.rcvbuf_locked;
         let ratio = if cfg.scaling_ratio { Some(self.scaling_ratio) } else { None };
-        let Some((buf, clamp)) = self.rcvq.adjust(cfg, now, self.copied_seq, tune, self.advmss, ratio) else { return };
+        let ooo = if cfg.rcv_space_style == RcvSpaceStyle::Linux616 { self.ooo_span() } else { 0 };
+        let adj = self.rcvq.adjust(cfg, now, self.copied_seq, self.rcv_nxt, ooo, tune, self.advmss, ratio);
+        let Some((buf, clamp)) = adj else { return };
+        self.set_rcvbuf(cfg, buf, clamp);
+    }
+
+    /// `TCP_SKB_CB(ooo_last_skb)->end_seq - rcv_nxt`, 0 with an empty out-of-order queue.
+    fn ooo_span(&self) -> u32 {
+        self.ofo.ranges.iter().map(|&(_, e)| e.dist(self.rcv_nxt)).max().unwrap_or(0)
+    }
+
+    /// `tcp_rcvbuf_grow()` (6.16+) for a window `rcvwin`: off without `tcp_moderate_rcvbuf`
+    /// or with a locked buffer.
+    fn rcvbuf_grow(&mut self, cfg: &TcpConfig, rcvwin: u64) {
+        if !cfg.tcp_moderate_rcvbuf || self.rcvbuf_locked {
+            return;
+        }
+        let buf = (rcvwin.min(u32::MAX as u64) << 8) / self.scaling_ratio.max(1) as u64;
+        self.set_rcvbuf(cfg, buf, u64::MAX);
+    }
+
+    /// Grows sk_rcvbuf to `buf` (capped by `tcp_rmem[2]`) when larger, and the window
+    /// clamp with it (`u64::MAX`: `tcp_win_from_space(rcvbuf)`).
+    fn set_rcvbuf(&mut self, cfg: &TcpConfig, buf: u64, clamp: u64) {
         let rcvbuf = buf.min(cfg.tcp_rmem[2] as u64) as u32;
         if rcvbuf > self.rcvbuf {
             self.rcvbuf = rcvbuf;

@@ -7,7 +7,7 @@ use super::timer::timer_at;
 use super::pacing::PacingStatus;
 use crate::api::{RcvWindowPolicy, SockError, SockOpt, TcpInfo, TcpState};
 use crate::cc::CongestionAlgo;
-use crate::config::TcpConfig;
+use crate::config::{RcvSpaceStyle, TcpConfig};
 use crate::ring::{Ring, SendRing};
 use wirelab_core::Instant;
 
@@ -166,7 +166,20 @@ impl Conn {
             None => {}
         }
         self.rcv_ring.discard(n);
-        self.copied_seq = self.copied_seq + n as u32;
+        if cfg.rcv_space_style == RcvSpaceStyle::Linux616 {
+            // tcp_recvmsg_locked() runs tcp_rcv_space_adjust() after each skb it copies; in
+            // one read only the first call can measure (the later ones are 0 µs on): after
+            // the first skb, with the rest of the read still queued
+            let first = match self.rcv_skbs.front() {
+                Some(&(end, _)) if end.after(self.copied_seq) => (end.dist(self.copied_seq) as usize).min(n),
+                _ => n,
+            };
+            self.copied_seq = self.copied_seq + first as u32;
+            self.rcv_space_adjust(cfg, now);
+            self.copied_seq = self.copied_seq + (n - first) as u32;
+        } else {
+            self.copied_seq = self.copied_seq + n as u32;
+        }
         // tcp_recvmsg() frees an skb once read to its end (sk_eat_skb())
         while let Some(&(end, ts)) = self.rcv_skbs.front() {
             if end.after(self.copied_seq) {
@@ -180,7 +193,9 @@ impl Conn {
             self.rcv_ring = Ring::default();
             self.ofo.ranges = Vec::new();
         }
-        self.rcv_space_adjust(cfg, now);
+        if cfg.rcv_space_style != RcvSpaceStyle::Linux616 {
+            self.rcv_space_adjust(cfg, now);
+        }
         self.cleanup_rbuf(cfg, n);
         Ok(n)
     }
@@ -495,6 +510,8 @@ impl Conn {
             snd_wnd: self.snd_wnd,
             rcv_wnd: self.rcv_wnd,
             rcv_ssthresh: self.rcv_ssthresh,
+            rcv_space: self.rcvq.space,
+            rcv_rtt_us: self.rcvq.rtt_us >> 3,
             window_clamp: self.window_clamp,
             sndbuf: self.sndbuf,
             rcvbuf: self.rcvbuf,
